@@ -1,0 +1,40 @@
+"""The resolved acceptance model that the engine draws from (built from any ``acceptance:`` config)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+
+from simlab.config.acceptance import ConfidenceConfig, HeterogeneityConfig
+
+ANY_DOMAIN = "*"
+
+
+@dataclass(frozen=True)
+class AcceptanceSpec:
+    """Base logit curves L[method][domain][k] plus heterogeneity and confidence-head error.
+
+    ``base_logit[method][domain]`` is a float array over positions k = 1..len (0-based index k-1); +inf means
+    the position is always accepted. A domain key ``"*"`` serves every domain (iid models).
+    The true conditional acceptance is sigmoid(L_k + delta_r + z_{r,t} + eps_{r,t,k}) (see docs/acceptance.md).
+    """
+
+    base_logit: dict[str, dict[str, np.ndarray]]
+    heterogeneity: HeterogeneityConfig = HeterogeneityConfig()
+    confidence: ConfidenceConfig = ConfidenceConfig()
+    calibration_samples: int = 20000
+    source: dict[str, Any] = field(default_factory=dict)
+
+    def curve(self, method: str, domain: str, gamma: int) -> np.ndarray:
+        """L_1..L_gamma for one method and domain (KeyError/ValueError when not covered)."""
+        by_domain = self.base_logit[method]
+        values = by_domain[domain] if domain in by_domain else by_domain[ANY_DOMAIN]
+        if len(values) < gamma:
+            raise ValueError(f"curve has {len(values)} positions, gamma is {gamma}")
+        return np.asarray(values[:gamma], dtype=float)
+
+    def logits(self, method: str, domains: Sequence[str], gamma: int) -> np.ndarray:
+        """[len(domains), gamma] base logits for each domain in order."""
+        return np.stack([self.curve(method, d, gamma) for d in domains]) if domains else np.zeros((0, gamma))

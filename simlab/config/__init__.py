@@ -1,0 +1,33 @@
+"""Typed, validated config objects. Each union is discriminated by ``kind`` (``dist`` for lengths)."""
+
+from simlab.config.acceptance import (
+    AcceptanceConfig,
+    ConfidenceConfig,
+    HeterogeneityConfig,
+    IIDAcceptance,
+    PositionalAcceptance,
+    PresetAcceptance,
+)
+from simlab.config.arms import METHODS, Arm, SchedulerConfig
+from simlab.config.hardware import HardwareConfig, RooflineHardware, TableHardware
+from simlab.config.scenario import SLO, EngineConfig, Scenario
+from simlab.config.workload import WorkloadConfig
+
+__all__ = [
+    "AcceptanceConfig",
+    "Arm",
+    "ConfidenceConfig",
+    "EngineConfig",
+    "HardwareConfig",
+    "HeterogeneityConfig",
+    "IIDAcceptance",
+    "METHODS",
+    "PositionalAcceptance",
+    "PresetAcceptance",
+    "RooflineHardware",
+    "SLO",
+    "Scenario",
+    "SchedulerConfig",
+    "TableHardware",
+    "WorkloadConfig",
+]

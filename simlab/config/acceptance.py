@@ -1,0 +1,71 @@
+"""Acceptance config: how likely each drafted position is to be accepted, and what the confidence head says.
+
+The model (see docs/acceptance.md): for request r, decode step t and draft position k,
+
+    logit c[r,t,k] = L[method, domain, k] + delta_r + z[r,t] + eps[r,t,k]
+
+with delta_r ~ N(0, request_logit_sd^2), z a stationary AR(1) over steps (sd step_logit_sd, lag-1 correlation
+step_correlation) and eps ~ N(0, token_logit_sd^2). The head reports
+c_hat = sigmoid(logit c + bias_logit + noise_logit_sd * N(0, 1)).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal, Optional, Union
+
+from pydantic import Field, NonNegativeFloat, PositiveInt
+
+from simlab.config.base import StrictModel
+
+Probability = Annotated[float, Field(ge=0.0, le=1.0)]
+
+
+class ConfidenceConfig(StrictModel):
+    """Error of the confidence head before calibration, in logit space."""
+
+    noise_logit_sd: NonNegativeFloat = 0.0
+    bias_logit: float = 0.0
+
+
+class HeterogeneityConfig(StrictModel):
+    """How acceptance varies around the method/domain curve, in logit space."""
+
+    request_logit_sd: NonNegativeFloat = 0.0
+    step_logit_sd: NonNegativeFloat = 0.0
+    step_correlation: float = Field(default=0.0, ge=0.0, lt=1.0)
+    token_logit_sd: NonNegativeFloat = 0.0
+
+
+class _AcceptanceCommon(StrictModel):
+    confidence: Optional[ConfidenceConfig] = None
+    heterogeneity: Optional[HeterogeneityConfig] = None
+    calibration_samples: PositiveInt = Field(default=20000, ge=200, le=2_000_000)
+
+
+class IIDAcceptance(_AcceptanceCommon):
+    """Every drafted position is accepted with probability ``alpha``, independently."""
+
+    kind: Literal["iid"]
+    alpha: Probability
+
+
+class PositionalAcceptance(_AcceptanceCommon):
+    """Conditional acceptance c_k per position, per method and domain: ``methods: {dspark: {chat: [...]}}``."""
+
+    kind: Literal["positional"]
+    methods: dict[
+        Literal["mtp", "eagle3", "dflash", "dspark"],
+        dict[str, Annotated[list[Probability], Field(min_length=1, max_length=16)]],
+    ] = Field(min_length=1)
+
+
+class PresetAcceptance(_AcceptanceCommon):
+    """A shipped preset fitted to public figures (qwen3-4b, qwen3-8b, qwen3-14b)."""
+
+    kind: Literal["preset"]
+    name: str
+
+
+AcceptanceConfig = Annotated[
+    Union[IIDAcceptance, PositionalAcceptance, PresetAcceptance], Field(discriminator="kind")
+]

@@ -1,0 +1,105 @@
+"""Arms: a drafter method, a draft length gamma and a verify-length scheduler."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal, Optional, Union
+
+from pydantic import Field, NonNegativeInt, model_validator
+
+from simlab.config.base import StrictModel
+
+Method = Literal["none", "mtp", "eagle3", "dflash", "dspark"]
+METHODS: tuple[str, ...] = ("none", "mtp", "eagle3", "dflash", "dspark")
+MAX_GAMMA = 16
+
+
+class FixedScheduler(StrictModel):
+    """Verify every drafted position."""
+
+    kind: Literal["fixed"]
+
+
+class ThresholdScheduler(StrictModel):
+    """Cut at the first position whose confidence is below ``threshold`` (cumulative: survival a_j)."""
+
+    kind: Literal["threshold"]
+    threshold: float = Field(gt=0.0, lt=1.0)
+    cumulative: bool = False
+
+
+class HardwareAwareScheduler(StrictModel):
+    """DSpark Algorithm 1: greedy admission along the survival-sorted path, early stop at the first non-increase."""
+
+    kind: Literal["hardware_aware"]
+
+
+class AsyncTopKScheduler(StrictModel):
+    """Budget from the global argmax of tau*SPS(B) on confidences ``lag_steps`` old, then the current top-K."""
+
+    kind: Literal["async_topk"]
+    lag_steps: int = Field(default=2, ge=1, le=64)
+
+
+class GoodputScheduler(StrictModel):
+    """Budget maximising expected tokens / (draft + verify seconds) on ``lag_steps``-old confidences, then top-K."""
+
+    kind: Literal["goodput"]
+    lag_steps: NonNegativeInt = Field(default=1, le=64)
+
+
+class OracleScheduler(StrictModel):
+    """Knows the true outcomes: verifies only tokens that will be accepted. An upper bound, not realisable."""
+
+    kind: Literal["oracle"]
+
+
+SchedulerConfig = Annotated[
+    Union[
+        FixedScheduler,
+        ThresholdScheduler,
+        HardwareAwareScheduler,
+        AsyncTopKScheduler,
+        GoodputScheduler,
+        OracleScheduler,
+    ],
+    Field(discriminator="kind"),
+]
+
+
+class Arm(StrictModel):
+    """One configuration simulated side by side with the others on the same requests."""
+
+    name: Optional[str] = Field(default=None, min_length=1, max_length=80, pattern=r"^[A-Za-z0-9_.+=-]+$")
+    method: Method
+    gamma: Optional[int] = Field(default=None, ge=1, le=MAX_GAMMA)
+    scheduler: Optional[SchedulerConfig] = None
+    calibration: Literal["sts", "none"] = "sts"
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "Arm":
+        if self.method == "none":
+            if self.gamma not in (None, 0):
+                raise ValueError("method 'none' drafts nothing: leave gamma out")
+            if self.scheduler is not None and self.scheduler.kind != "fixed":
+                raise ValueError("method 'none' has no scheduler: leave scheduler out")
+        elif self.gamma is None:
+            raise ValueError(f"method {self.method!r} needs gamma, an integer from 1 to {MAX_GAMMA}")
+        return self
+
+    @property
+    def draft_len(self) -> int:
+        """Positions drafted per round (0 for no speculation)."""
+        return 0 if self.method == "none" else int(self.gamma or 0)
+
+    @property
+    def scheduler_kind(self) -> str:
+        return "none" if self.method == "none" else (self.scheduler.kind if self.scheduler else "fixed")
+
+    @property
+    def label(self) -> str:
+        """The arm's name, or one made from its method, scheduler and gamma."""
+        if self.name:
+            return self.name
+        if self.method == "none":
+            return "no-spec"
+        return f"{self.method}-{self.scheduler_kind}-{self.draft_len}"

@@ -1,0 +1,126 @@
+"""Hardware config: a cost table (measured or exported) or a roofline (GPU spec x model config).
+
+A scenario's ``hardware:`` is one of these objects, or a string: a bare profile name shipped in hw_profiles/
+or a path to a profile file holding a ``kind: table`` object.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, Optional, Union
+
+from pydantic import Field, NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt, model_validator
+
+from simlab.config.base import StrictModel
+
+
+def _strictly_increasing(values: list, what: str) -> None:
+    if any(b <= a for a, b in zip(values, values[1:])):
+        raise ValueError(f"{what} must be strictly increasing, got {values}")
+
+
+class CostCurve(StrictModel):
+    """A draft cost: a constant ``step_s``, or a curve ``step_s`` over ``batch_tokens`` (piecewise linear)."""
+
+    step_s: Union[NonNegativeFloat, list[NonNegativeFloat]]
+    batch_tokens: Optional[list[PositiveInt]] = None
+
+    @model_validator(mode="after")
+    def _shape(self) -> "CostCurve":
+        if isinstance(self.step_s, list):
+            if self.batch_tokens is None:
+                raise ValueError("a list of step_s needs batch_tokens of the same length")
+            if len(self.batch_tokens) != len(self.step_s) or not self.step_s:
+                raise ValueError(
+                    f"batch_tokens has {len(self.batch_tokens)} points but step_s has {len(self.step_s)}"
+                )
+            _strictly_increasing(self.batch_tokens, "batch_tokens")
+        elif self.batch_tokens is not None:
+            raise ValueError("batch_tokens needs step_s to be a list of the same length")
+        return self
+
+
+class VerifyTable(StrictModel):
+    """Target step seconds at B batch tokens; optionally a grid with rows by total context tokens."""
+
+    batch_tokens: list[PositiveInt] = Field(min_length=1)
+    step_s: Union[list[PositiveFloat], list[list[PositiveFloat]]] = Field(min_length=1)
+    context_tokens: Optional[list[NonNegativeInt]] = Field(default=None, min_length=1)
+
+    @model_validator(mode="after")
+    def _shape(self) -> "VerifyTable":
+        _strictly_increasing(self.batch_tokens, "batch_tokens")
+        nested = isinstance(self.step_s[0], list)
+        if self.context_tokens is None:
+            if nested:
+                raise ValueError("a grid of step_s (rows by context) needs context_tokens")
+            if len(self.step_s) != len(self.batch_tokens):
+                raise ValueError(
+                    f"batch_tokens has {len(self.batch_tokens)} points but step_s has {len(self.step_s)}"
+                )
+        else:
+            _strictly_increasing(self.context_tokens, "context_tokens")
+            if not nested or len(self.step_s) != len(self.context_tokens):
+                raise ValueError(
+                    f"with context_tokens, step_s must be {len(self.context_tokens)} rows (one per context), "
+                    f"each of {len(self.batch_tokens)} values (one per batch_tokens)"
+                )
+            for i, row in enumerate(self.step_s):
+                if len(row) != len(self.batch_tokens):
+                    raise ValueError(f"step_s row {i} has {len(row)} values; expected {len(self.batch_tokens)}")
+        return self
+
+
+class DraftTable(StrictModel):
+    """Drafter costs; a missing entry costs 0."""
+
+    autoregressive: Optional[CostCurve] = None
+    parallel: Optional[CostCurve] = None
+    sequential_head: Optional[CostCurve] = None
+
+
+class PrefillTable(StrictModel):
+    per_token_s: NonNegativeFloat = 0.0
+
+
+class TableHardware(StrictModel):
+    """A cost table (the contract's format). Profiles in hw_profiles/ are files holding one of these."""
+
+    kind: Literal["table"]
+    name: Optional[str] = None
+    verify: VerifyTable
+    draft: DraftTable = DraftTable()
+    prefill: PrefillTable = PrefillTable()
+    cuda_graph_buckets: Optional[list[PositiveInt]] = None
+    kv_cache_tokens: Optional[PositiveInt] = None
+    provenance: Optional[dict[str, Any]] = None
+
+    @model_validator(mode="after")
+    def _buckets(self) -> "TableHardware":
+        if self.cuda_graph_buckets is not None:
+            _strictly_increasing(self.cuda_graph_buckets, "cuda_graph_buckets")
+        return self
+
+
+class RooflineHardware(StrictModel):
+    """A roofline model: a GPU spec x a model config (see ``simlab profiles list``)."""
+
+    kind: Literal["roofline"]
+    gpu: str
+    model: str
+    tensor_parallel: PositiveInt = 1
+    cuda_graph_buckets: Union[Literal["default", "none"], list[PositiveInt]] = "default"
+    bw_efficiency: Optional[float] = Field(default=None, gt=0.0, le=1.0)
+    flop_efficiency: Optional[float] = Field(default=None, gt=0.0, le=1.0)
+    step_overhead_s: Optional[NonNegativeFloat] = None
+    gpu_memory_utilization: float = Field(default=0.9, gt=0.0, le=1.0)
+    draft_layers: Optional[PositiveInt] = None
+
+    @model_validator(mode="after")
+    def _buckets(self) -> "RooflineHardware":
+        if isinstance(self.cuda_graph_buckets, list):
+            _strictly_increasing(self.cuda_graph_buckets, "cuda_graph_buckets")
+        return self
+
+
+HardwareObject = Annotated[Union[TableHardware, RooflineHardware], Field(discriminator="kind")]
+HardwareConfig = Union[HardwareObject, str]

@@ -1,0 +1,66 @@
+"""The scenario: the one object a run is made from."""
+
+from __future__ import annotations
+
+from typing import Literal, Optional, Union
+
+from pydantic import Field, PositiveFloat, PositiveInt, field_validator, model_validator
+
+from simlab.config.acceptance import AcceptanceConfig
+from simlab.config.arms import Arm
+from simlab.config.base import StrictModel
+from simlab.config.hardware import HardwareConfig
+from simlab.config.workload import WorkloadConfig
+
+
+class EngineConfig(StrictModel):
+    """Serving-engine limits, per replica."""
+
+    max_num_seqs: PositiveInt = 256
+    max_batch_tokens: PositiveInt = 8192
+    prefill_chunk_tokens: Optional[PositiveInt] = None
+    kv_cache_tokens: Union[PositiveInt, Literal["auto"]] = "auto"
+    replicas: PositiveInt = Field(default=1, le=1024)
+    router: Literal["round_robin", "least_loaded"] = "round_robin"
+
+    @property
+    def prefill_budget(self) -> int:
+        """Most prompt tokens prefilled in one iteration."""
+        return min(self.prefill_chunk_tokens or self.max_batch_tokens, self.max_batch_tokens)
+
+
+class SLO(StrictModel):
+    """Service-level objectives; a request meets the SLO when it meets every objective given."""
+
+    ttft_ms: Optional[PositiveFloat] = None
+    tpot_ms: Optional[PositiveFloat] = None
+    e2el_ms: Optional[PositiveFloat] = None
+
+    @model_validator(mode="after")
+    def _some(self) -> "SLO":
+        if self.ttft_ms is None and self.tpot_ms is None and self.e2el_ms is None:
+            raise ValueError("give at least one of ttft_ms, tpot_ms, e2el_ms")
+        return self
+
+
+class Scenario(StrictModel):
+    """A workload, a hardware cost model, engine limits, an acceptance model and the arms to compare."""
+
+    name: str = Field(min_length=1, max_length=100, pattern=r"^[A-Za-z0-9_.+=-]+$")
+    seed: int = Field(default=0, ge=0, le=2**63 - 1)
+    workload: WorkloadConfig
+    hardware: HardwareConfig
+    engine: EngineConfig = EngineConfig()
+    acceptance: AcceptanceConfig
+    slo: Optional[SLO] = None
+    arms: list[Arm] = Field(min_length=1, max_length=64)
+
+    @field_validator("arms")
+    @classmethod
+    def _unique_names(cls, arms: list[Arm]) -> list[Arm]:
+        seen: set[str] = set()
+        for arm in arms:
+            if arm.label in seen:
+                raise ValueError(f"two arms are named {arm.label!r}; give each arm a unique name")
+            seen.add(arm.label)
+        return arms

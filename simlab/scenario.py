@@ -1,0 +1,61 @@
+"""Load a scenario file: YAML in, a validated :class:`~simlab.config.Scenario` out, or one clear error."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from simlab.config import Scenario
+from simlab.errors import InputError
+from simlab.validation import validate
+
+
+@dataclass(frozen=True)
+class LoadedScenario:
+    """A validated scenario and where it came from (relative paths resolve against ``base_dir``)."""
+
+    scenario: Scenario
+    file: Path
+
+    @property
+    def base_dir(self) -> Path:
+        return self.file.parent
+
+
+def read_yaml(path: str | Path, *, what: str = "file") -> Any:
+    """Parse a YAML file, reporting a missing file or a syntax error as an :class:`InputError`."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"no such {what}", file=path, valid=f"a path to an existing {what}")
+    try:
+        with path.open(encoding="utf-8") as fh:
+            return yaml.safe_load(fh)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise InputError(f"not valid YAML{where}: {problem}", file=path) from None
+    except UnicodeDecodeError as exc:
+        raise InputError(f"not UTF-8 text ({exc.reason})", file=path) from None
+
+
+def load_scenario(path: str | Path, *, seed: int | None = None) -> LoadedScenario:
+    """Read and validate a scenario file. ``seed`` overrides the file's seed."""
+    path = Path(path)
+    data = read_yaml(path, what="scenario file")
+    if not isinstance(data, dict):
+        raise InputError(
+            "a scenario must be a mapping", file=path, value=_kind_of(data),
+            valid="a YAML mapping with name, workload, hardware, acceptance and arms",
+        )
+    if seed is not None:
+        data = {**data, "seed": seed}
+    scenario = validate(Scenario, data, file=path)
+    return LoadedScenario(scenario=scenario, file=path.resolve())
+
+
+def _kind_of(data: Any) -> str:
+    return "empty file" if data is None else type(data).__name__

@@ -1,0 +1,109 @@
+"""Verify-length policies. Each is a pure function of :class:`ScheduleInputs` returning lengths [S, R].
+
+They are shared by the simulator, the real engine and the losslessness audit.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from simlab.schedulers.inputs import ScheduleInputs
+from simlab.schedulers.path import argmax_budget, build_path, cap, clip_to_budget, survival
+
+
+def fixed(inp: ScheduleInputs) -> np.ndarray:
+    """Verify every drafted position (up to the request's limit)."""
+    lengths = inp.max_len.astype(np.int64)
+    return clip_to_budget(lengths, survival(inp.conf, inp.max_len), inp.token_budget)
+
+
+def threshold(inp: ScheduleInputs, *, threshold: float, cumulative: bool = False) -> np.ndarray:
+    """Cut each request at its first position whose confidence is below ``threshold``.
+
+    Per position by default (the DeepSpec evaluator); with ``cumulative`` the survival a_j is compared.
+    """
+    a = survival(inp.conf, inp.max_len)
+    score = a if cumulative else np.where(a >= 0.0, inp.conf, -1.0)
+    lengths = np.cumprod(score >= threshold, axis=-1).sum(axis=-1)
+    return clip_to_budget(lengths, a, inp.token_budget)
+
+
+def hardware_aware(inp: ScheduleInputs) -> np.ndarray:
+    """DSpark Algorithm 1.
+
+    Start from no drafted position (B = R, tau = R, Theta = R * SPS(R)) and admit candidates in descending
+    survival order while Theta = tau * SPS(B) strictly rises; stop at the first candidate that does not raise it.
+    """
+    steps, num_requests, _ = inp.conf.shape
+    if num_requests == 0:
+        return np.zeros((steps, 0), dtype=np.int64)
+    path = build_path(survival(inp.conf, inp.max_len))
+    limit = cap(path.num_valid, inp.token_budget)
+    theta = path.gained / inp.verify_s(path.batch_tokens())
+    theta0 = num_requests / np.broadcast_to(inp.verify_s(np.array([[num_requests]])), (steps, 1))[:, 0]
+    previous = np.concatenate([theta0[:, None], theta[:, :-1]], axis=-1)
+    n = theta.shape[-1]
+    stop = (theta <= previous) | (np.arange(n)[None, :] >= limit[:, None])
+    admitted = np.where(stop.any(axis=-1), stop.argmax(axis=-1), n)
+    return path.lengths(admitted)
+
+
+def _budget_from(inp: ScheduleInputs, conf: np.ndarray, max_len: np.ndarray, *, with_draft: bool) -> np.ndarray:
+    """The total budget K maximising the objective along the path built from ``conf`` (global argmax)."""
+    steps, num_requests, _ = conf.shape
+    path = build_path(survival(conf, max_len))
+    limit = cap(path.num_valid, inp.token_budget)
+    draft = np.broadcast_to(np.asarray(inp.draft_s, dtype=float), (steps,)) if with_draft else np.zeros(steps)
+    seconds = draft[:, None] + inp.verify_s(path.batch_tokens())
+    seconds0 = draft + np.broadcast_to(inp.verify_s(np.array([[num_requests]])), (steps, 1))[:, 0]
+    return argmax_budget(path.gained / seconds, num_requests / seconds0, limit)
+
+
+def _top_k(inp: ScheduleInputs, budget: np.ndarray) -> np.ndarray:
+    path = build_path(survival(inp.conf, inp.max_len))
+    return path.lengths(np.minimum(budget, cap(path.num_valid, inp.token_budget)))
+
+
+def async_topk(inp: ScheduleInputs, *, lag_steps: int = 2) -> np.ndarray:
+    """Production variant (DSpark section 5.2): K = argmax of tau * SPS(B) over lagged confidences,
+    then the global top-K of the current survival values. The lag is a causal barrier, so a global argmax
+    is allowed and can jump over cliffs in SPS(B)."""
+    if inp.conf.shape[1] == 0:
+        return np.zeros(inp.conf.shape[:2], dtype=np.int64)
+    if inp.lagged_conf is None or inp.lagged_max_len is None:
+        raise ValueError("async_topk needs lagged_conf and lagged_max_len")
+    budget = _budget_from(inp, inp.lagged_conf, inp.lagged_max_len, with_draft=False)
+    return _top_k(inp, budget)
+
+
+def goodput(inp: ScheduleInputs, *, lag_steps: int = 1) -> np.ndarray:
+    """vLLM/SGLang-style adaptive verification: K maximises expected tokens / (draft + verify seconds),
+    computed on confidences ``lag_steps`` old (the current ones when 0), then the current top-K."""
+    if inp.conf.shape[1] == 0:
+        return np.zeros(inp.conf.shape[:2], dtype=np.int64)
+    if lag_steps > 0 and (inp.lagged_conf is None or inp.lagged_max_len is None):
+        raise ValueError("goodput with lag_steps > 0 needs lagged_conf and lagged_max_len")
+    conf = inp.lagged_conf if lag_steps > 0 else inp.conf
+    max_len = inp.lagged_max_len if lag_steps > 0 else inp.max_len
+    budget = _budget_from(inp, conf, max_len, with_draft=True)
+    return _top_k(inp, budget)
+
+
+def oracle(inp: ScheduleInputs) -> np.ndarray:
+    """Knows how many positions the target will accept: verifies only those (no wasted verify tokens), and
+    keeps the count K of them that maximises (R + K) * SPS(R + K). Not realisable; an upper bound."""
+    steps, num_requests, gamma = inp.conf.shape
+    if num_requests == 0:
+        return np.zeros((steps, 0), dtype=np.int64)
+    if inp.true_accepted is None:
+        raise ValueError("oracle needs true_accepted")
+    will_accept = np.minimum(inp.true_accepted, inp.max_len)
+    # every accepted candidate is worth exactly 1; fill position-major so that prefixes stay contiguous
+    positions = np.arange(gamma)
+    value = np.where(positions < will_accept[..., None], 1.0 - positions / (gamma + 1.0), -1.0)
+    path = build_path(value)
+    limit = cap(path.num_valid, inp.token_budget)
+    gained = num_requests + np.arange(1, path.values.shape[-1] + 1)[None, :]
+    objective = gained / inp.verify_s(path.batch_tokens())
+    objective0 = num_requests / np.broadcast_to(inp.verify_s(np.array([[num_requests]])), (steps, 1))[:, 0]
+    return path.lengths(argmax_budget(np.broadcast_to(objective, (steps, objective.shape[-1])), objective0, limit))
