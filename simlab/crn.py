@@ -33,13 +33,33 @@ def _mix(x: np.ndarray) -> np.ndarray:
     return x ^ (x >> _S31)
 
 
+_FIELD_SHIFTS = (np.uint64(32), np.uint64(8), np.uint64(0))
+_BASES: dict[tuple[int, int], np.ndarray] = {}
+
+
+def _base(seed: int, stream: int) -> np.ndarray:
+    key = (seed, stream)
+    if key not in _BASES:
+        with np.errstate(over="ignore"):
+            h = _mix(np.array([seed & 0xFFFFFFFFFFFFFFFF], dtype=np.uint64) + _GOLDEN)
+            _BASES[key] = _mix(h ^ np.uint64(stream) + _GOLDEN)
+    return _BASES[key]
+
+
 def keyed_bits(seed: int, stream: int, *keys: np.ndarray | int) -> np.ndarray:
-    """64 random bits for each element of the broadcast ``keys`` (non-negative integers)."""
+    """64 random bits for each element of the broadcast ``keys``.
+
+    Up to three non-negative integer keys are packed into one word (first key < 2**32, second < 2**24,
+    third < 2**8: request id, step, position), so distinct keys never collide before hashing.
+    """
+    if not 1 <= len(keys) <= 3:
+        raise ValueError("keyed draws take one to three keys")
+    packed = None
+    for key, shift in zip(keys, _FIELD_SHIFTS):
+        field = np.asarray(key, dtype=np.int64).astype(np.uint64) << shift
+        packed = field if packed is None else packed | field
     with np.errstate(over="ignore"):
-        h = _mix(np.asarray([(seed * 0x100000001B3 + stream) & 0xFFFFFFFFFFFFFFFF], dtype=np.uint64) + _GOLDEN)
-        for key in keys:
-            h = _mix(h ^ (np.asarray(key, dtype=np.int64).astype(np.uint64) + _GOLDEN))
-    return h
+        return _mix(_mix(packed ^ _base(seed, stream)) + _GOLDEN)
 
 
 def keyed_uniform(seed: int, stream: int, *keys: np.ndarray | int) -> np.ndarray:
@@ -50,3 +70,12 @@ def keyed_uniform(seed: int, stream: int, *keys: np.ndarray | int) -> np.ndarray
 def keyed_normal(seed: int, stream: int, *keys: np.ndarray | int) -> np.ndarray:
     """Standard normal draws (inverse CDF of :func:`keyed_uniform`)."""
     return ndtri(keyed_uniform(seed, stream, *keys))
+
+
+def keyed_uniform_pair(seed: int, stream: int, *keys: np.ndarray | int) -> tuple[np.ndarray, np.ndarray]:
+    """Two independent uniforms in (0, 1) per key, from the high and low 32 bits of one hash
+    (32-bit resolution: ample for accept/reject draws and for normals via the inverse CDF)."""
+    bits = keyed_bits(seed, stream, *keys)
+    high = ((bits >> np.uint64(32)).astype(np.float64) + 0.5) * 2.0**-32
+    low = ((bits & np.uint64(0xFFFFFFFF)).astype(np.float64) + 0.5) * 2.0**-32
+    return high, low

@@ -65,17 +65,25 @@ def _union_choices(problems: list[dict]) -> str:
 def _describe(err: dict, model: type[BaseModel], data: Any) -> dict:
     path_parts: list[str] = []
     node = data
+    absent = False
     real_loc: list[Any] = []
+    entered = True  # the first loc part after stepping into a tagged union member is the tag itself
     for part in err["loc"]:
+        if entered and isinstance(node, dict) and part in (node.get("kind"), node.get("dist")):
+            entered = False
+            continue
+        entered = True
         if isinstance(node, dict) and part in node:
             real_loc.append(part)
             node = node[part]
         elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
             real_loc.append(part)
             node = node[part]
-        elif err["type"] in ("missing", "extra_forbidden") and part == err["loc"][-1] and isinstance(node, dict):
+        elif part == err["loc"][-1] and isinstance(node, dict) and isinstance(part, str) and part.isidentifier():
+            # a field absent from the file: missing, unknown, or a default that does not fit
             real_loc.append(part)
             node = ...
+            absent = err["type"] != "extra_forbidden"
         # anything else is a union branch tag or a validator name: not a place in the user's file
     for part in real_loc:
         if isinstance(part, int):
@@ -85,7 +93,7 @@ def _describe(err: dict, model: type[BaseModel], data: Any) -> dict:
     path = "".join(path_parts)
     etype = err["type"]
     ctx = err.get("ctx") or {}
-    value: Any = err.get("input", ...)
+    value: Any = ... if absent else err.get("input", ...)
     valid = None
     msg = err["msg"]
     if etype == "missing":

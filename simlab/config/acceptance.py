@@ -21,7 +21,8 @@ Probability = Annotated[float, Field(ge=0.0, le=1.0)]
 
 
 class ConfidenceConfig(StrictModel):
-    """Error of the confidence head before calibration, in logit space."""
+    """Error of the confidence head before calibration, in logit space (whether STS calibrates it is the arm's
+    ``calibration``)."""
 
     noise_logit_sd: NonNegativeFloat = 0.0
     bias_logit: float = 0.0
@@ -37,6 +38,9 @@ class HeterogeneityConfig(StrictModel):
 
 
 class _AcceptanceCommon(StrictModel):
+    """Fields every kind takes. Omitted ``confidence``/``heterogeneity`` fields keep the kind's defaults: zero
+    heterogeneity and a perfect head for iid and positional, the preset's documented values for a preset."""
+
     confidence: Optional[ConfidenceConfig] = None
     heterogeneity: Optional[HeterogeneityConfig] = None
     calibration_samples: PositiveInt = Field(default=20000, ge=200, le=2_000_000)
@@ -60,7 +64,8 @@ class PositionalAcceptance(_AcceptanceCommon):
 
 
 class PresetAcceptance(_AcceptanceCommon):
-    """A shipped preset fitted to public figures (qwen3-4b, qwen3-8b, qwen3-14b)."""
+    """A shipped preset fitted to public figures (qwen3-4b, qwen3-8b, qwen3-14b), by bare name, or a path to a
+    preset file of the same format (relative to the scenario file)."""
 
     kind: Literal["preset"]
     name: str

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal, Optional, Union
 
-from pydantic import Field, NonNegativeInt, model_validator
+from pydantic import Field, NonNegativeInt, ValidationInfo, field_validator
 
 from simlab.config.base import StrictModel
 
@@ -71,20 +71,26 @@ class Arm(StrictModel):
 
     name: Optional[str] = Field(default=None, min_length=1, max_length=80, pattern=r"^[A-Za-z0-9_.+=-]+$")
     method: Method
-    gamma: Optional[int] = Field(default=None, ge=1, le=MAX_GAMMA)
-    scheduler: Optional[SchedulerConfig] = None
+    gamma: Optional[int] = Field(default=None, ge=1, le=MAX_GAMMA, validate_default=True)
+    scheduler: Optional[SchedulerConfig] = Field(default=None, validate_default=True)
     calibration: Literal["sts", "none"] = "sts"
 
-    @model_validator(mode="after")
-    def _consistent(self) -> "Arm":
-        if self.method == "none":
-            if self.gamma not in (None, 0):
-                raise ValueError("method 'none' drafts nothing: leave gamma out")
-            if self.scheduler is not None and self.scheduler.kind != "fixed":
-                raise ValueError("method 'none' has no scheduler: leave scheduler out")
-        elif self.gamma is None:
-            raise ValueError(f"method {self.method!r} needs gamma, an integer from 1 to {MAX_GAMMA}")
-        return self
+    @field_validator("gamma")
+    @classmethod
+    def _gamma_fits_method(cls, gamma: Optional[int], info: ValidationInfo) -> Optional[int]:
+        method = info.data.get("method")
+        if method == "none" and gamma is not None:
+            raise ValueError("method 'none' drafts nothing: leave gamma out")
+        if method not in (None, "none") and gamma is None:
+            raise ValueError(f"method {method!r} needs gamma, an integer from 1 to {MAX_GAMMA}")
+        return gamma
+
+    @field_validator("scheduler")
+    @classmethod
+    def _scheduler_fits_method(cls, scheduler, info: ValidationInfo):
+        if info.data.get("method") == "none" and scheduler is not None and scheduler.kind != "fixed":
+            raise ValueError("method 'none' has no scheduler: leave scheduler out")
+        return scheduler
 
     @property
     def draft_len(self) -> int:

@@ -97,27 +97,39 @@ class TableHardware(StrictModel):
     @model_validator(mode="after")
     def _buckets(self) -> "TableHardware":
         if self.cuda_graph_buckets is not None:
+            if not self.cuda_graph_buckets:
+                raise ValueError("cuda_graph_buckets must list at least one size (or be left out)")
             _strictly_increasing(self.cuda_graph_buckets, "cuda_graph_buckets")
         return self
 
 
 class RooflineHardware(StrictModel):
-    """A roofline model: a GPU spec x a model config (see ``simlab profiles list``)."""
+    """A roofline model: a GPU spec x a model config (see ``simlab profiles list`` and docs/hardware.md).
+
+    Every tuning parameter left out takes the default documented in docs/hardware.md.
+    """
 
     kind: Literal["roofline"]
     gpu: str
     model: str
-    tensor_parallel: PositiveInt = 1
+    tensor_parallel: PositiveInt = Field(default=1, le=64)
     cuda_graph_buckets: Union[Literal["default", "none"], list[PositiveInt]] = "default"
     bw_efficiency: Optional[float] = Field(default=None, gt=0.0, le=1.0)
     flop_efficiency: Optional[float] = Field(default=None, gt=0.0, le=1.0)
     step_overhead_s: Optional[NonNegativeFloat] = None
+    link_efficiency: Optional[float] = Field(default=None, gt=0.0, le=1.0)
+    allreduce_latency_s: Optional[NonNegativeFloat] = None
+    kernel_launch_s: Optional[NonNegativeFloat] = None
+    activation_reserve_bytes: Optional[NonNegativeInt] = None
     gpu_memory_utilization: float = Field(default=0.9, gt=0.0, le=1.0)
-    draft_layers: Optional[PositiveInt] = None
+    draft_layers: Optional[PositiveInt] = Field(default=None, le=64)
+    eagle3_draft_vocab: Optional[PositiveInt] = None
 
     @model_validator(mode="after")
     def _buckets(self) -> "RooflineHardware":
         if isinstance(self.cuda_graph_buckets, list):
+            if not self.cuda_graph_buckets:
+                raise ValueError('cuda_graph_buckets must list at least one size (or be "none")')
             _strictly_increasing(self.cuda_graph_buckets, "cuda_graph_buckets")
         return self
 

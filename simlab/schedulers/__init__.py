@@ -34,6 +34,7 @@ REGISTRY: dict[str, SchedulerInfo] = {
     "async_topk": SchedulerInfo(policies.async_topk, ("lag_steps",), True, True, False, True),
     "goodput": SchedulerInfo(policies.goodput, ("lag_steps",), True, True, False, True),
     "oracle": SchedulerInfo(policies.oracle, (), True, False, True, False),
+    "retrospective": SchedulerInfo(policies.retrospective, (), True, False, False, False),
 }
 
 

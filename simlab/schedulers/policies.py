@@ -89,6 +89,18 @@ def goodput(inp: ScheduleInputs, *, lag_steps: int = 1) -> np.ndarray:
     return _top_k(inp, budget)
 
 
+def retrospective(inp: ScheduleInputs) -> np.ndarray:
+    """Algorithm 1's survival-sorted path with a global argmax of Theta = tau * SPS(B) instead of the early stop.
+
+    NOT lossless: the argmax looks at every position's current survival, so whether x_k is verified can depend
+    on confidences computed from x_k itself (c_{k+1} reads the drafted x_k). It exists as the negative control
+    of the losslessness audit (``simlab audit``), not as a policy to serve with.
+    """
+    if inp.conf.shape[1] == 0:
+        return np.zeros(inp.conf.shape[:2], dtype=np.int64)
+    return _top_k(inp, _budget_from(inp, inp.conf, inp.max_len, with_draft=False))
+
+
 def oracle(inp: ScheduleInputs) -> np.ndarray:
     """Knows how many positions the target will accept: verifies only those (no wasted verify tokens), and
     keeps the count K of them that maximises (R + K) * SPS(R + K). Not realisable; an upper bound."""

@@ -1,0 +1,52 @@
+#!/usr/bin/env python
+"""Regenerate the roofline tables in hw_profiles/ (see simlab/hardware/catalog.py for the list).
+
+    python scripts/make_profiles.py            # write hw_profiles/*.yaml (unchanged files are left alone)
+    python scripts/make_profiles.py --check    # exit 1 if any shipped file is missing or stale
+    python scripts/make_profiles.py --out DIR  # write somewhere else
+
+A file whose content is unchanged apart from its date and simlab version is not rewritten, so regenerating
+leaves git clean unless the model or its parameters changed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import yaml
+
+from simlab.hardware.catalog import comparable, generate_profile, profile_name, shipped_specs
+from simlab.hardware.export import write_table
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=REPO / "hw_profiles", help="folder to write (default hw_profiles/)")
+    parser.add_argument("--check", action="store_true", help="only report missing or stale files; exit 1 if any")
+    args = parser.parse_args(argv)
+    stale = []
+    for gpu, model, tp in shipped_specs():
+        name = profile_name(gpu, model, tp)
+        path = args.out / f"{name}.yaml"
+        data = generate_profile(gpu, model, tp)
+        old = yaml.safe_load(path.read_text(encoding="utf-8")) if path.is_file() else None
+        if old is not None and comparable(old) == comparable(yaml.safe_load(yaml.safe_dump(data))):
+            continue
+        stale.append(name)
+        if not args.check:
+            write_table(path, data)
+            print(f"wrote {path}")
+    if args.check and stale:
+        print("stale or missing: " + ", ".join(stale) + " (run scripts/make_profiles.py)", file=sys.stderr)
+        return 1
+    if not stale:
+        print(f"all {len(shipped_specs())} profiles up to date in {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

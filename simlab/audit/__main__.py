@@ -1,0 +1,5 @@
+import sys
+
+from simlab.audit.cli import main
+
+sys.exit(main())

@@ -1,0 +1,104 @@
+"""The ``simlab`` command line. Input errors exit with status 2 and one message; other failures with 1."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+
+from simlab.errors import InputError
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="simlab: simulate and measure LLM serving with parallel-draft speculative decoding.",
+    pretty_exceptions_enable=False,
+)
+
+
+@app.command()
+def run(
+    scenario: Path = typer.Argument(..., help="Scenario YAML file."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Results folder (default: results/<scenario name>/)."),
+    seed: Optional[int] = typer.Option(None, "--seed", help="Override the scenario's seed."),
+    jobs: Optional[int] = typer.Option(None, "--jobs", "-j", min=1, help="Arms simulated in parallel (default: CPUs)."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar and no table."),
+) -> None:
+    """Simulate every arm of SCENARIO, print a comparison table and write the results folder."""
+    from simlab.runner import build, default_jobs, simulate_all, summary_document
+    from simlab.results import write_results
+    from simlab.scenario import load_scenario
+    from simlab.table import arms_table
+    import pandas as pd
+
+    loaded = load_scenario(scenario, seed=seed)
+    built = build(loaded)
+    console = Console(stderr=True)
+    total = len(built.workload.requests)
+    with _progress(console, quiet) as progress:
+        tasks = [progress.add_task(arm.arm.label, total=total) for arm in built.arms]
+        outcomes = simulate_all(
+            built, jobs=jobs or default_jobs(),
+            on_progress=lambda i, done: progress.update(tasks[i], completed=done),
+        )
+    summary = summary_document(built, outcomes)
+    out_dir = out if out is not None else Path("results") / loaded.scenario.name
+    write_results(
+        out_dir, summary,
+        pd.concat([o.requests for o in outcomes], ignore_index=True),
+        pd.concat([o.steps for o in outcomes], ignore_index=True),
+    )
+    if not quiet:
+        stdout = Console()
+        if not stdout.is_terminal:
+            stdout = Console(width=160)
+        stdout.print(arms_table(f"{loaded.scenario.name}: {total} requests", summary["arms"]))
+        stdout.print(f"results: {out_dir}/")
+
+
+def _progress(console: Console, quiet: bool):
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    return Progress(
+        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        console=console, transient=True, disable=quiet or not console.is_terminal,
+    )
+
+
+def _mount_subcommands() -> None:
+    from simlab.audit.cli import audit_command
+    from simlab.hardware.cli import profiles_app
+    from simlab.workload.cli import traces_app
+
+    app.command("audit")(audit_command)
+    app.add_typer(profiles_app, name="profiles", help="List and export hardware cost profiles.")
+    app.add_typer(traces_app, name="traces", help="List and describe the shipped request traces.")
+
+
+def main() -> None:
+    """Entry point of the ``simlab`` console script."""
+    try:
+        _mount_subcommands()
+        app(standalone_mode=False)
+    except InputError as err:
+        Console(stderr=True, highlight=False, soft_wrap=True).print(f"error: {err.message}", markup=False)
+        sys.exit(2)
+    except (typer.Abort, KeyboardInterrupt):
+        Console(stderr=True).print("aborted")
+        sys.exit(130)
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except Exception as exc:  # click usage errors carry their own exit code
+        import click
+
+        if isinstance(exc, click.exceptions.ClickException):
+            exc.show()
+            sys.exit(exc.exit_code)
+        raise
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,93 @@
+"""What the engine records: one row per engine step, one per request, and per-position counts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+STEP_COLUMNS = (
+    "t_s",
+    "step_s",
+    "replica",
+    "num_requests",
+    "decode_requests",
+    "batch_tokens",
+    "verify_tokens",
+    "accepted_tokens",
+    "emitted_tokens",
+    "prefill_tokens",
+)
+_FLOAT_COLUMNS = {"t_s", "step_s"}
+
+
+class StepLog:
+    """A growable columnar table of engine steps (amortised O(1) appends of whole blocks)."""
+
+    def __init__(self, capacity: int = 4096) -> None:
+        self._size = 0
+        self._columns = {
+            name: np.zeros(capacity, dtype=np.float64 if name in _FLOAT_COLUMNS else np.int64) for name in STEP_COLUMNS
+        }
+
+    def __len__(self) -> int:
+        return self._size
+
+    def append(self, **columns) -> None:
+        """Append a block of rows; every column is a scalar or an array of the block's length."""
+        num_rows = max((np.size(v) for v in columns.values()), default=0)
+        end = self._size + num_rows
+        if end > len(self._columns["t_s"]):
+            capacity = max(end, 2 * len(self._columns["t_s"]))
+            for name, old in self._columns.items():
+                grown = np.zeros(capacity, dtype=old.dtype)
+                grown[: self._size] = old[: self._size]
+                self._columns[name] = grown
+        for name in STEP_COLUMNS:
+            self._columns[name][self._size : end] = columns.get(name, 0)
+        self._size = end
+
+    def columns(self) -> dict[str, np.ndarray]:
+        return {name: col[: self._size].copy() for name, col in self._columns.items()}
+
+
+@dataclass
+class RequestLog:
+    """Per-request timestamps and counters, indexed by request id."""
+
+    arrival_s: np.ndarray
+    first_token_s: np.ndarray
+    finish_s: np.ndarray
+    steps: np.ndarray
+    replica: np.ndarray
+
+    @classmethod
+    def empty(cls, num_requests: int) -> "RequestLog":
+        nan = np.full(num_requests, np.nan)
+        return cls(
+            arrival_s=nan.copy(),
+            first_token_s=nan.copy(),
+            finish_s=nan.copy(),
+            steps=np.zeros(num_requests, dtype=np.int64),
+            replica=np.full(num_requests, -1, dtype=np.int64),
+        )
+
+
+@dataclass
+class PositionCounts:
+    """How often each draft position was verified and accepted (denominators counted per position)."""
+
+    verified: np.ndarray
+    accepted: np.ndarray
+
+    @classmethod
+    def empty(cls, gamma: int) -> "PositionCounts":
+        return cls(np.zeros(gamma, dtype=np.int64), np.zeros(gamma, dtype=np.int64))
+
+    def add(self, lengths: np.ndarray, accepted: np.ndarray) -> None:
+        """lengths/accepted: [..., R] verify lengths and accepted counts of some request-steps."""
+        gamma = len(self.verified)
+        if gamma == 0 or lengths.size == 0:
+            return
+        self.verified += np.bincount(lengths.ravel(), minlength=gamma + 1)[::-1].cumsum()[::-1][1:]
+        self.accepted += np.bincount(accepted.ravel(), minlength=gamma + 1)[::-1].cumsum()[::-1][1:]

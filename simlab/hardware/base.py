@@ -1,0 +1,88 @@
+"""The cost model the engine and the schedulers read: seconds per target forward and per drafter step."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any, Optional, Union
+
+import numpy as np
+
+from simlab.hardware.buckets import Buckets
+
+ArrayOrFloat = Union[float, np.ndarray]
+
+DRAFT_METHODS: tuple[str, ...] = ("none", "mtp", "eagle3", "dflash", "dspark")
+AUTOREGRESSIVE_METHODS = frozenset({"mtp", "eagle3"})
+
+
+class CostModel(ABC):
+    """Seconds for one engine iteration's target forward and for the drafter, on one replica.
+
+    ``verify_s`` is vectorised (numpy broadcasting over ``batch_tokens``, ``context_tokens`` and
+    ``num_requests``); scalar calls of ``verify_s``, ``step_s`` and ``draft_s`` stay in plain Python and cost a
+    few microseconds, since the engine makes them once per step.
+    """
+
+    name: str
+    has_context: bool  # True when the verify cost depends on the context (KV) tokens
+    buckets: Buckets
+
+    @abstractmethod
+    def verify_s(
+        self, batch_tokens: ArrayOrFloat, context_tokens: ArrayOrFloat = 0.0, num_requests: ArrayOrFloat = 1
+    ) -> ArrayOrFloat:
+        """Seconds for one decode-only target forward over ``batch_tokens`` decode/verify tokens.
+
+        ``context_tokens`` is the total KV tokens the batch's requests hold (the sum of their context lengths)
+        and ``num_requests`` the number of requests the tokens belong to. Any argument may be a numpy array
+        (e.g. batch tokens ``[S, n]`` and contexts ``[S, 1]``): the result is the broadcast array. Scalars in,
+        float out. Includes CUDA-graph bucket padding; zero tokens cost 0.
+        """
+
+    @abstractmethod
+    def step_s(
+        self,
+        decode_tokens: int,
+        context_tokens: float,
+        num_requests: int,
+        prefill_tokens: int = 0,
+        prefill_attn_pairs: float = 0.0,
+    ) -> float:
+        """One engine iteration's target forward: decode/verify tokens plus prefill chunk tokens (mixed batch).
+
+        ``context_tokens`` and ``num_requests`` describe the decode part, as in :meth:`verify_s`.
+        ``prefill_attn_pairs`` is the sum over prefill chunks of ``chunk * (prior_context + chunk / 2)``, the
+        query-key pairs the chunks' attention computes. A step without prefill tokens equals :meth:`verify_s`.
+        """
+
+    @abstractmethod
+    def draft_s(self, method: str, gamma: int, num_requests: int, context_tokens: float = 0.0) -> float:
+        """Drafter seconds for one step proposing ``gamma`` tokens for each of ``num_requests`` requests.
+
+        ``method`` is one of none, mtp, eagle3, dflash, dspark. ``context_tokens`` (total KV tokens of those
+        requests) matters only to models that charge the drafter's own KV reads (the roofline); tables ignore it.
+        """
+
+    @abstractmethod
+    def kv_cache_tokens(self) -> Optional[int]:
+        """KV-cache capacity in tokens for ``engine.kv_cache_tokens: auto``; None when unknown."""
+
+    @abstractmethod
+    def describe(self) -> dict[str, Any]:
+        """JSON-able provenance: where the numbers come from and every parameter in force."""
+
+    def prefill_s(self, prefill_tokens: int, prefill_attn_pairs: Optional[float] = None) -> float:
+        """A pure prefill step; ``prefill_attn_pairs`` defaults to one chunk starting at context 0."""
+        if prefill_attn_pairs is None:
+            prefill_attn_pairs = prefill_tokens * prefill_tokens / 2.0
+        return self.step_s(0, 0.0, 0, prefill_tokens, prefill_attn_pairs)
+
+
+def check_method(method: str) -> None:
+    """Raise ValueError for a drafter method the cost models do not know (a programming error upstream)."""
+    if method not in DRAFT_METHODS:
+        raise ValueError(f"unknown drafter method {method!r}; valid: {', '.join(DRAFT_METHODS)}")
+
+
+def is_array(*values: Any) -> bool:
+    return any(isinstance(v, np.ndarray) for v in values)

@@ -1,0 +1,151 @@
+"""``simlab profiles``: list the shipped hardware profiles, GPUs and models; export any cost model as a file.
+
+Mounted by the main command line as ``simlab profiles``. Bad input raises :class:`InputError` (exit 2 there).
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from simlab.config.base import StrictModel
+from simlab.config.hardware import HardwareConfig, RooflineHardware
+from simlab.errors import InputError
+from simlab.hardware.base import CostModel
+from simlab.hardware.catalog import SHIPPED_GPUS
+from simlab.hardware.export import ExportSettings, sps_dict, table_dict, write_sps, write_table
+from simlab.hardware.profiles import build_cost_model, check_is_table, load_profile, shipped_profiles
+from simlab.hardware.roofline import build_roofline
+from simlab.hardware.specs import GPUS, MODELS
+from simlab.resources import is_bare_name
+from simlab.validation import validate
+
+ROOFLINE_PREFIX = "roofline:"
+SOURCE_HELP = (
+    "What to export: a shipped profile name (h100-sxm_qwen3-8b), a path to a profile or scenario file, "
+    "or a roofline as roofline:GPU:MODEL (roofline:h100-sxm:qwen3-8b)."
+)
+
+profiles_app = typer.Typer(
+    name="profiles",
+    help="Hardware cost profiles: list what ships, export any cost model as a table or an SGLang SPS table.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+
+
+class ExportFormat(str, Enum):
+    table = "table"
+    sglang_sps = "sglang-sps"
+
+
+class _ScenarioHardware(StrictModel):
+    """The one part of a scenario file that export reads."""
+
+    hardware: HardwareConfig
+
+
+@profiles_app.command("list")
+def list_command() -> None:
+    """Show the shipped profiles, and the GPUs and models a roofline can combine."""
+    console = Console()
+    profiles = Table(title="Shipped profiles (hw_profiles/; use the name as `hardware:`)")
+    profiles.add_column("name", no_wrap=True)
+    for column in ("B=1 step ms", "kv_cache_tokens", "source"):
+        profiles.add_column(column)
+    for name, path in shipped_profiles().items():
+        try:
+            cm = load_profile(path)
+        except InputError as err:
+            profiles.add_row(name, "-", "-", f"unreadable: {err}")
+            continue
+        provenance = cm.config.provenance or {}
+        measured = {True: "measured", False: "roofline (not measured)"}.get(provenance.get("measured"), "unstated")
+        profiles.add_row(name, f"{cm.verify_s(1) * 1e3:.2f}", str(cm.kv_cache_tokens() or "-"), measured)
+    console.print(profiles)
+    gpus = Table(title="GPUs (hardware: {kind: roofline, gpu: NAME, model: NAME})")
+    gpus.add_column("gpu", no_wrap=True)
+    for column in ("HBM TB/s", "bf16 TFLOP/s", "memory GiB", "NVLink GB/s/dir", "shipped", "description"):
+        gpus.add_column(column)
+    for spec in GPUS.values():
+        gpus.add_row(spec.name, f"{spec.hbm_bytes_per_s / 1e12:g}", f"{spec.bf16_flop_per_s / 1e12:g}",
+                     f"{spec.memory_bytes / 2**30:g}", f"{spec.nvlink_bytes_per_s / 1e9:g}",
+                     "yes" if spec.name in SHIPPED_GPUS else "no", spec.description)
+    console.print(gpus)
+    models = Table(title="Models")
+    models.add_column("model", no_wrap=True)
+    models.add_column("Hugging Face id", no_wrap=True)
+    for column in ( "params (B)", "layers", "hidden", "heads / kv", "KV bytes/token"):
+        models.add_column(column)
+    for cfg in MODELS.values():
+        models.add_row(cfg.name, cfg.hf_id, f"{cfg.total_params / 1e9:.2f}", str(cfg.num_layers), str(cfg.hidden_size),
+                       f"{cfg.num_heads} / {cfg.num_kv_heads}", f"{cfg.kv_bytes_per_token():,}")
+    console.print(models)
+
+
+@profiles_app.command("export")
+def export_command(
+    source: str = typer.Argument(..., help=SOURCE_HELP),
+    out: Path = typer.Option(..., "--out", "-o", help="File to write (atomically)."),
+    fmt: ExportFormat = typer.Option(ExportFormat.table, "--format", "-f", help="table (YAML) or sglang-sps (JSON)."),
+    tp: Optional[int] = typer.Option(None, "--tp", min=1, help="Tensor parallelism of a roofline source."),
+    context_tokens: int = typer.Option(
+        0, "--context-tokens", min=0, help="sglang-sps: total KV tokens per step the SPS curve is evaluated at."
+    ),
+    query_tokens: float = typer.Option(
+        4.0, "--query-tokens-per-request", min=1.0, help="Query tokens per request assumed for attention FLOPs."
+    ),
+    max_batch_tokens: int = typer.Option(8192, "--max-batch-tokens", min=1, help="Largest batch size sampled."),
+) -> None:
+    """Write a cost model as a table file (contract format, with provenance) or SGLang's SPS JSON."""
+    cost_model = resolve_source(source, tensor_parallel=tp)
+    if fmt is ExportFormat.sglang_sps:
+        data = sps_dict(cost_model, context_tokens=context_tokens, query_tokens_per_request=query_tokens,
+                        max_batch_tokens=max_batch_tokens)
+        write_sps(out, data)
+        typer.echo(f"wrote {out}: SGLang SPS table of {cost_model.name}, {len(data['sample_batch_tokens'])} batch "
+                   f"sizes up to {data['max_batch_tokens']}, at {context_tokens} context tokens per step")
+        return
+    settings = ExportSettings(max_batch_tokens=max_batch_tokens, query_tokens_per_request=query_tokens)
+    write_table(out, table_dict(cost_model, settings, generator="simlab profiles export"))
+    typer.echo(f"wrote {out}: cost table of {cost_model.name}")
+
+
+def resolve_source(source: str, *, tensor_parallel: Optional[int] = None) -> CostModel:
+    """The cost model ``source`` names (see ``simlab profiles export --help``)."""
+    if source.startswith(ROOFLINE_PREFIX):
+        parts = source[len(ROOFLINE_PREFIX):].split(":")
+        if len(parts) != 2 or not all(parts):
+            raise InputError("a roofline source is roofline:GPU:MODEL", field="SOURCE", value=source,
+                             valid=f"GPU one of {', '.join(GPUS)}; MODEL one of {', '.join(MODELS)}")
+        cfg = RooflineHardware(kind="roofline", gpu=parts[0], model=parts[1], tensor_parallel=tensor_parallel or 1)
+        return build_roofline(cfg, field="SOURCE")
+    if is_bare_name(source):
+        return _build(source, tensor_parallel, base_dir=Path.cwd(), file=None, field="SOURCE")
+    from simlab.scenario import read_yaml  # here, not at the top: the scenario loader may import this package
+
+    path = Path(source)
+    data = read_yaml(path, what="profile or scenario file")
+    if isinstance(data, dict) and "hardware" in data:
+        hardware = validate(_ScenarioHardware, {"hardware": data["hardware"]}, file=path).hardware
+        return _build(hardware, tensor_parallel, base_dir=path.parent, file=path, field="hardware")
+    if isinstance(data, dict) and data.get("kind") == "roofline":
+        cfg = validate(RooflineHardware, data, file=path)
+        return _build(cfg, tensor_parallel, base_dir=path.parent, file=path, field="")
+    check_is_table(data, file=path)
+    return _build(str(path.resolve()), tensor_parallel, base_dir=path.parent, file=path, field="")
+
+
+def _build(hardware: HardwareConfig, tensor_parallel: Optional[int], *, base_dir: Path, file: Optional[Path],
+           field: str) -> CostModel:
+    if tensor_parallel is not None:
+        if not isinstance(hardware, RooflineHardware):
+            raise InputError("--tp applies only to a roofline source", field="--tp", value=tensor_parallel,
+                             valid=f"leave it out, or export {ROOFLINE_PREFIX}GPU:MODEL --tp N")
+        hardware = hardware.model_copy(update={"tensor_parallel": tensor_parallel})
+    return build_cost_model(hardware, base_dir=base_dir, file=file, field=field)

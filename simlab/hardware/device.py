@@ -1,0 +1,91 @@
+"""Roofline parameters and the effective throughputs of one GPU of a tensor-parallel group.
+
+Defaults are justified in docs/hardware.md ("Parameters"). A forward's time on one GPU is
+``max(bytes / (HBM bytes/s x bw_efficiency), FLOPs / (peak FLOP/s x flop_efficiency))`` plus the tensor-parallel
+all-reduces (not overlapped) plus fixed overheads.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+from typing import Any, Optional
+
+from simlab.config.hardware import RooflineHardware
+from simlab.hardware.specs import BF16_BYTES, GIB, GpuSpec, ModelConfig
+
+# vLLM's memory profiling run: max_num_batched_tokens tokens through the model, max_num_seqs sampled rows
+PROFILE_BATCH_TOKENS = 8192
+PROFILE_SAMPLED_ROWS = 256
+NON_TORCH_RESERVE_BYTES = 1 * GIB  # CUDA context, cuBLAS/NCCL workspaces, CUDA-graph pool (an estimate)
+KV_BLOCK_TOKENS = 16  # vLLM's default KV block size: capacity is a whole number of blocks
+
+
+@dataclass(frozen=True)
+class RooflineParams:
+    """Every tunable number of the roofline, resolved (config values over these defaults)."""
+
+    bw_efficiency: float = 0.80
+    flop_efficiency: float = 0.50
+    step_overhead_s: float = 5.0e-4
+    link_efficiency: float = 0.70
+    allreduce_latency_s: float = 1.0e-5
+    kernel_launch_s: float = 4.0e-6
+    gpu_memory_utilization: float = 0.90
+    activation_reserve_bytes: Optional[int] = None  # None: estimated from the model (see below)
+    draft_layers: int = 5
+    eagle3_draft_vocab: int = 32000
+
+    @classmethod
+    def from_config(cls, cfg: RooflineHardware) -> "RooflineParams":
+        given = {f.name: getattr(cfg, f.name) for f in fields(cls) if getattr(cfg, f.name, None) is not None}
+        return cls(**given)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class Device:
+    """One GPU of a ``tensor_parallel`` group: effective bytes/s, FLOP/s and all-reduce cost."""
+
+    def __init__(self, gpu: GpuSpec, tensor_parallel: int, params: RooflineParams) -> None:
+        self.gpu = gpu
+        self.tp = tensor_parallel
+        self.params = params
+        self.bytes_per_s = gpu.hbm_bytes_per_s * params.bw_efficiency
+        self.flop_per_s = gpu.bf16_flop_per_s * params.flop_efficiency
+        if tensor_parallel > 1:
+            # ring all-reduce: each GPU sends and receives 2 (tp - 1) / tp of the buffer over its links
+            ring_factor = 2.0 * (tensor_parallel - 1) / tensor_parallel
+            self.allreduce_s_per_byte = ring_factor / (gpu.nvlink_bytes_per_s * params.link_efficiency)
+            self.allreduce_latency_s = params.allreduce_latency_s
+        else:
+            self.allreduce_s_per_byte = 0.0
+            self.allreduce_latency_s = 0.0
+
+    def allreduce_coefficients(self, num_allreduces: int, hidden_size: int) -> tuple[float, float]:
+        """(fixed seconds, seconds per token) of ``num_allreduces`` all-reduces of a bf16 hidden state."""
+        fixed = num_allreduces * self.allreduce_latency_s
+        per_token = num_allreduces * hidden_size * BF16_BYTES * self.allreduce_s_per_byte
+        return fixed, per_token
+
+    def forward_s(self, read_bytes: float, flops: float, tokens: float, num_allreduces: int, hidden_size: int,
+                  kernels: int) -> float:
+        """One forward on this GPU (bytes and FLOPs already divided by the group): roofline + all-reduce + launches."""
+        fixed, per_token = self.allreduce_coefficients(num_allreduces, hidden_size)
+        compute = max(read_bytes / self.bytes_per_s, flops / self.flop_per_s)
+        return compute + fixed + per_token * tokens + kernels * self.params.kernel_launch_s
+
+
+def kv_heads_per_gpu(model: ModelConfig, tensor_parallel: int) -> int:
+    """KV heads each GPU holds: split when tp divides them, replicated (one each) when tp exceeds them."""
+    return max(1, -(-model.num_kv_heads // tensor_parallel))
+
+
+def default_activation_reserve_bytes(model: ModelConfig, tensor_parallel: int) -> int:
+    """Per-GPU memory kept out of the KV cache besides weights: activations of vLLM's profiling run
+    (8192 tokens through the widest layer), fp32 logits for 256 sampled rows, and 1 GiB outside torch."""
+    tp = tensor_parallel
+    q_kv_dim = (model.num_heads + 2 * model.num_kv_heads) * model.head_dim
+    per_token = (2 * model.intermediate_size / tp + 4 * model.hidden_size + q_kv_dim / tp) * BF16_BYTES
+    sampler = PROFILE_SAMPLED_ROWS * model.vocab_size * 4 / tp
+    return int(NON_TORCH_RESERVE_BYTES + PROFILE_BATCH_TOKENS * per_token + sampler)

@@ -1,0 +1,131 @@
+"""Roofline drafter costs, one shape per method (DOMAIN.md section 2, docs/hardware.md "Drafters").
+
+- EAGLE-3: gamma sequential forwards of one target-shaped decoder layer (its q/k/v read the 2h-wide concat of
+  embedding and hidden state) and a reduced-vocabulary LM head (32k), over R tokens; once per round an fc fuses
+  3 target layers' hidden states (3h -> h).
+- MTP: gamma sequential forwards of an eh-projection (2h -> h), one decoder layer and the full LM head.
+- DFlash: one forward of ``draft_layers`` target-shaped layers over R x gamma tokens, reading in every layer the
+  K/V injected from the target's context features (an fc fuses 5 target layers, 5h -> h), and the shared
+  target LM head over all R x gamma tokens.
+- DSpark: DFlash's block plus gamma sequential head steps over R rows: an embedding lookup, a rank-256
+  projection to the vocabulary (W2: 256 x V), added to the block's logits, then sampling.
+Each forward pays ``kernel_launch_s`` per kernel; the target's fixed step overhead is not charged again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from simlab.hardware.base import check_method
+from simlab.hardware.device import Device, RooflineParams, kv_heads_per_gpu
+from simlab.hardware.specs import BF16_BYTES, ModelConfig
+
+LAYER_KERNELS = 9  # norm, qkv, q/k-norm+rope, attention, o-proj, add+norm, gate-up, activation, down
+LM_HEAD_KERNELS = 1
+SAMPLING_KERNELS = 3  # softmax / top-k, sample, gather
+PROJECTION_KERNELS = 1
+HEAD_STEP_KERNELS = 4  # embedding lookup, rank-256 GEMM, add to the block's logits, sample
+EAGLE3_FUSED_LAYERS = 3
+DFLASH_FUSED_LAYERS = 5
+DSPARK_HEAD_RANK = 256
+
+
+@dataclass(frozen=True)
+class ForwardShape:
+    """What one drafter forward reads and computes on one GPU (already divided by tensor parallelism)."""
+
+    weight_bytes: float
+    kv_bytes_per_context_token: float  # KV of the drafter's own layers, per context token held
+    flops_per_token: float
+    attn_flops_per_query_context: float  # per (query token, context token) pair
+    logit_bytes_per_request: float = 0.0
+    num_allreduces: int = 0
+    kernels: int = 0
+
+    def time_s(self, device: Device, hidden_size: int, tokens: float, num_requests: float,
+               context_tokens: float) -> float:
+        queries_per_request = tokens / max(num_requests, 1.0)
+        read = (self.weight_bytes + self.kv_bytes_per_context_token * context_tokens
+                + self.logit_bytes_per_request * num_requests)
+        flops = self.flops_per_token * tokens + self.attn_flops_per_query_context * queries_per_request * context_tokens
+        return device.forward_s(read, flops, tokens, self.num_allreduces, hidden_size, self.kernels)
+
+
+class RooflineDrafter:
+    """Drafter seconds per engine step for each method, on a :class:`Device`."""
+
+    def __init__(self, model: ModelConfig, device: Device, params: RooflineParams) -> None:
+        self.model, self.device, self.params = model, device, params
+        tp = device.tp
+        h = model.hidden_size
+        qkv_width = (model.num_heads + 2 * model.num_kv_heads) * model.head_dim
+        layer_matmul = model.attention_params_per_layer + model.mlp_params_per_layer
+        kv_per_layer = 2 * kv_heads_per_gpu(model, tp) * model.head_dim * BF16_BYTES
+        attn_per_layer = 4.0 * model.num_heads * model.head_dim / tp
+
+        def shape(matmul_params: float, extra_params: float, layers: int, kernels: int, **kw: float) -> ForwardShape:
+            return ForwardShape(
+                weight_bytes=(matmul_params + extra_params) * BF16_BYTES / tp,
+                kv_bytes_per_context_token=layers * kv_per_layer,
+                flops_per_token=2.0 * matmul_params / tp,
+                attn_flops_per_query_context=layers * attn_per_layer,
+                num_allreduces=2 * layers,
+                kernels=kernels,
+                **kw,  # type: ignore[arg-type]
+            )
+
+        norms = model.norm_params_per_layer
+        ar_kernels = LAYER_KERNELS + LM_HEAD_KERNELS + SAMPLING_KERNELS
+        eagle3_matmul = layer_matmul + h * qkv_width + params.eagle3_draft_vocab * h
+        self.eagle3_step = shape(eagle3_matmul, norms, 1, ar_kernels)
+        self.eagle3_fuse = shape(EAGLE3_FUSED_LAYERS * h * h, 0.0, 0, PROJECTION_KERNELS)
+        mtp_matmul = 2 * h * h + layer_matmul + model.lm_head_params
+        self.mtp_step = shape(mtp_matmul, norms, 1, ar_kernels + PROJECTION_KERNELS)
+        layers = params.draft_layers
+        block_matmul = layers * layer_matmul + DFLASH_FUSED_LAYERS * h * h + model.lm_head_params
+        self.parallel_block = shape(block_matmul, layers * norms, layers,
+                                    layers * LAYER_KERNELS + PROJECTION_KERNELS + LM_HEAD_KERNELS + SAMPLING_KERNELS)
+        head_params = DSPARK_HEAD_RANK * model.vocab_size
+        self.head_step = ForwardShape(
+            weight_bytes=head_params * BF16_BYTES / tp,
+            kv_bytes_per_context_token=0.0,
+            flops_per_token=2.0 * head_params / tp,
+            attn_flops_per_query_context=0.0,
+            logit_bytes_per_request=model.vocab_size * BF16_BYTES / tp,
+            kernels=HEAD_STEP_KERNELS,
+        )
+
+    def _time(self, shape: ForwardShape, tokens: float, num_requests: float, context_tokens: float) -> float:
+        return shape.time_s(self.device, self.model.hidden_size, tokens, num_requests, context_tokens)
+
+    def autoregressive_step_s(self, method: str, num_requests: float, context_tokens: float = 0.0) -> float:
+        """One sequential drafter forward (eagle3 or mtp) for ``num_requests`` requests."""
+        step = self.eagle3_step if method == "eagle3" else self.mtp_step
+        return self._time(step, num_requests, num_requests, context_tokens)
+
+    def autoregressive_round_s(self, method: str, num_requests: float) -> float:
+        """Once-per-round work of an autoregressive drafter (EAGLE-3's feature fusion; none for MTP)."""
+        return self._time(self.eagle3_fuse, num_requests, num_requests, 0.0) if method == "eagle3" else 0.0
+
+    def parallel_block_s(self, block_tokens: float, num_requests: float, context_tokens: float = 0.0) -> float:
+        """One DFlash/DSpark block forward over ``block_tokens`` (= requests x gamma) tokens."""
+        return self._time(self.parallel_block, block_tokens, num_requests, context_tokens)
+
+    def head_step_s(self, num_requests: float) -> float:
+        """One DSpark sequential-head position for ``num_requests`` rows."""
+        return self._time(self.head_step, num_requests, num_requests, 0.0)
+
+    def draft_s(self, method: str, gamma: int, num_requests: int, context_tokens: float = 0.0) -> float:
+        """Drafter seconds per step: see the module docstring for each method's shape."""
+        if method == "none" or gamma <= 0 or num_requests <= 0:
+            check_method(method)
+            return 0.0
+        r, c = float(num_requests), float(context_tokens)
+        if method in ("eagle3", "mtp"):
+            return gamma * self.autoregressive_step_s(method, r, c) + self.autoregressive_round_s(method, r)
+        if method == "dflash":
+            return self.parallel_block_s(r * gamma, r, c)
+        if method == "dspark":
+            return self.parallel_block_s(r * gamma, r, c) + gamma * self.head_step_s(r)
+        check_method(method)
+        return 0.0

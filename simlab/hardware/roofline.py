@@ -1,0 +1,204 @@
+"""The roofline cost model: a GPU spec x a model config (docs/hardware.md has the formulas and defaults).
+
+Per GPU of a tensor-parallel group of ``tp``, a target forward over B decode tokens (padded to Bp by the
+CUDA-graph buckets) whose requests hold C context tokens in total, R requests:
+
+    memory  = (weight bytes read + C x KV bytes per token) / (HBM bytes/s x bw_efficiency)
+    compute = (2 x matmul params x Bp + 4 x layers x heads x head_dim x (B / R) x C) / (peak x flop_efficiency)
+    step    = max(memory, compute) + all-reduce(Bp) + step_overhead_s
+
+(bytes, FLOPs and heads divided by tp). Prefill tokens add matmul FLOPs (no LM head) and attention FLOPs from
+the query-key pairs they compute.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import numpy as np
+
+from simlab.config.hardware import RooflineHardware
+from simlab.errors import InputError
+from simlab.hardware.base import ArrayOrFloat, CostModel, is_array
+from simlab.hardware.buckets import Buckets
+from simlab.hardware.device import (
+    KV_BLOCK_TOKENS,
+    Device,
+    RooflineParams,
+    default_activation_reserve_bytes,
+    kv_heads_per_gpu,
+)
+from simlab.hardware.drafters import RooflineDrafter
+from simlab.hardware.specs import BF16_BYTES, GpuSpec, ModelConfig, get_gpu, get_model
+
+MAX_TENSOR_PARALLEL = 8  # one NVLink node
+
+
+class RooflineCostModel(CostModel):
+    """A :class:`CostModel` computed from first principles; all coefficients precomputed at construction."""
+
+    has_context = True
+
+    def __init__(
+        self,
+        gpu: GpuSpec,
+        model: ModelConfig,
+        *,
+        tensor_parallel: int = 1,
+        params: RooflineParams = RooflineParams(),
+        buckets: Buckets = Buckets(None),
+    ) -> None:
+        self.gpu, self.model, self.tp, self.params, self.buckets = gpu, model, tensor_parallel, params, buckets
+        self.name = f"{gpu.name}_{model.name}" + (f"-tp{tensor_parallel}" if tensor_parallel > 1 else "")
+        self.device = device = Device(gpu, tensor_parallel, params)
+        tp = tensor_parallel
+        self.weight_read_bytes = model.read_params * BF16_BYTES / tp  # per GPU, per forward
+        self.kv_bytes_per_token = model.kv_bytes_per_token(kv_heads_per_gpu(model, tp))  # per GPU
+        self._mem_fixed_s = self.weight_read_bytes / device.bytes_per_s
+        self._mem_per_context_s = self.kv_bytes_per_token / device.bytes_per_s
+        self._decode_token_s = 2.0 * (model.body_matmul_params + model.lm_head_params) / tp / device.flop_per_s
+        self._prefill_token_s = 2.0 * model.body_matmul_params / tp / device.flop_per_s
+        self._attn_pair_s = 4.0 * model.num_layers * model.num_heads * model.head_dim / tp / device.flop_per_s
+        self._ar_fixed_s, self._ar_token_s = device.allreduce_coefficients(2 * model.num_layers, model.hidden_size)
+        self._fixed_s = self._ar_fixed_s + params.step_overhead_s
+        self.drafter = RooflineDrafter(model, device, params)
+        self._kv_cache_tokens = self._capacity_tokens()
+
+    # ----------------------------------------------------------------------------------------- target forward
+    def verify_s(
+        self, batch_tokens: ArrayOrFloat, context_tokens: ArrayOrFloat = 0.0, num_requests: ArrayOrFloat = 1
+    ) -> ArrayOrFloat:
+        if is_array(batch_tokens, context_tokens, num_requests):
+            return self._verify_array(batch_tokens, context_tokens, num_requests)
+        b = float(batch_tokens)
+        if b <= 0:
+            return 0.0
+        padded = self.buckets.pad(b)
+        c = float(context_tokens)
+        queries_per_request = b / max(float(num_requests), 1.0)
+        memory = self._mem_fixed_s + self._mem_per_context_s * c
+        compute = self._decode_token_s * padded + self._attn_pair_s * queries_per_request * c
+        return (memory if memory > compute else compute) + self._ar_token_s * padded + self._fixed_s
+
+    def _verify_array(self, batch_tokens: Any, context_tokens: Any, num_requests: Any) -> np.ndarray:
+        b = np.asarray(batch_tokens, dtype=float)
+        c = np.asarray(context_tokens, dtype=float)
+        padded = self.buckets.pad_array(b)
+        queries_per_request = b / np.maximum(np.asarray(num_requests, dtype=float), 1.0)
+        memory = self._mem_fixed_s + self._mem_per_context_s * c
+        compute = self._decode_token_s * padded + self._attn_pair_s * queries_per_request * c
+        cost = np.maximum(memory, compute) + self._ar_token_s * padded + self._fixed_s
+        return np.where(b > 0, cost, 0.0)
+
+    def step_s(
+        self,
+        decode_tokens: int,
+        context_tokens: float,
+        num_requests: int,
+        prefill_tokens: int = 0,
+        prefill_attn_pairs: float = 0.0,
+    ) -> float:
+        if prefill_tokens <= 0:
+            return self.verify_s(decode_tokens, context_tokens, num_requests)  # type: ignore[return-value]
+        d, c = float(decode_tokens), float(context_tokens)
+        queries_per_request = d / max(float(num_requests), 1.0)
+        memory = self._mem_fixed_s + self._mem_per_context_s * c
+        compute = (
+            self._decode_token_s * d
+            + self._attn_pair_s * queries_per_request * c
+            + self._prefill_token_s * prefill_tokens
+            + self._attn_pair_s * float(prefill_attn_pairs)
+        )
+        return max(memory, compute) + self._ar_token_s * (d + prefill_tokens) + self._fixed_s
+
+    # ----------------------------------------------------------------------------------------- drafter
+    def draft_s(self, method: str, gamma: int, num_requests: int, context_tokens: float = 0.0) -> float:
+        return self.drafter.draft_s(method, gamma, num_requests, context_tokens)
+
+    # ----------------------------------------------------------------------------------------- memory
+    def activation_reserve_bytes(self) -> int:
+        if self.params.activation_reserve_bytes is not None:
+            return self.params.activation_reserve_bytes
+        return default_activation_reserve_bytes(self.model, self.tp)
+
+    def _kv_budget_bytes(self) -> float:
+        usable = self.params.gpu_memory_utilization * self.gpu.memory_bytes
+        return usable - self.model.weight_bytes / self.tp - self.activation_reserve_bytes()
+
+    def _capacity_tokens(self) -> int:
+        tokens = int(self._kv_budget_bytes() // self.kv_bytes_per_token)
+        return tokens // KV_BLOCK_TOKENS * KV_BLOCK_TOKENS
+
+    def kv_cache_tokens(self) -> Optional[int]:
+        return self._kv_cache_tokens
+
+    @property
+    def crossover_tokens(self) -> float:
+        """Batch tokens where compute time equals memory time at context 0 (without bucket padding)."""
+        return self._mem_fixed_s / self._decode_token_s
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "kind": "roofline",
+            "name": self.name,
+            "gpu": self.gpu.name,
+            "model": self.model.name,
+            "tensor_parallel": self.tp,
+            "parameters": self.params.as_dict(),
+            "cuda_graph_buckets": self.buckets.to_config(),
+            "derived": {
+                "weight_bytes": self.model.weight_bytes,
+                "weight_read_bytes_per_gpu": self.weight_read_bytes,
+                "kv_bytes_per_token_per_gpu": self.kv_bytes_per_token,
+                "activation_reserve_bytes": self.activation_reserve_bytes(),
+                "kv_cache_tokens": self._kv_cache_tokens,
+                "crossover_tokens": round(self.crossover_tokens, 1),
+                "decode_step_s_at_1_token": self.verify_s(1),
+            },
+        }
+
+
+def build_roofline(cfg: RooflineHardware, *, file: Optional[str] = None, field: str = "hardware") -> RooflineCostModel:
+    """A :class:`RooflineCostModel` from a config, checking names, tensor parallelism and that the model fits."""
+    gpu = get_gpu(cfg.gpu, file=file, field=_subfield(field, "gpu"))
+    model = get_model(cfg.model, file=file, field=_subfield(field, "model"))
+    params = RooflineParams.from_config(cfg)
+    buckets = Buckets.from_config(cfg.cuda_graph_buckets)
+    tp = cfg.tensor_parallel
+    if tp <= MAX_TENSOR_PARALLEL and _splits(model, tp):
+        cost_model = RooflineCostModel(gpu, model, tensor_parallel=tp, params=params, buckets=buckets)
+        if (cost_model.kv_cache_tokens() or 0) > 0:
+            return cost_model
+        why = _does_not_fit(cost_model)
+    elif tp > MAX_TENSOR_PARALLEL:
+        why = f"tensor parallelism beyond one {MAX_TENSOR_PARALLEL}-GPU NVLink node is not modelled"
+    else:
+        why = (f"{model.name}'s {model.num_heads} heads, {model.num_kv_heads} KV heads and "
+               f"{model.intermediate_size}-wide MLP do not split {tp} ways")
+    fitting = [n for n in range(1, MAX_TENSOR_PARALLEL + 1) if _splits(model, n) and _fits(gpu, model, n, params)]
+    valid = ("tensor_parallel " + ", ".join(map(str, fitting))) if fitting else (
+        "a higher gpu_memory_utilization or a GPU with more memory (see `simlab profiles list`)")
+    raise InputError(why, file=file, field=_subfield(field, "tensor_parallel"), value=tp, valid=valid)
+
+
+def _subfield(field: str, name: str) -> str:
+    return f"{field}.{name}" if field else name
+
+
+def _splits(model: ModelConfig, tp: int) -> bool:
+    """Whether tensor parallelism ``tp`` divides the heads and the MLP (KV heads split or replicate)."""
+    kv = model.num_kv_heads
+    return (model.num_heads % tp == 0 and model.intermediate_size % tp == 0
+            and (kv % tp == 0 or tp % kv == 0))
+
+
+def _fits(gpu: GpuSpec, model: ModelConfig, tp: int, params: RooflineParams) -> bool:
+    return (RooflineCostModel(gpu, model, tensor_parallel=tp, params=params).kv_cache_tokens() or 0) > 0
+
+
+def _does_not_fit(cm: RooflineCostModel) -> str:
+    usable = cm.params.gpu_memory_utilization * cm.gpu.memory_bytes
+    return (f"{cm.model.name} does not fit: per GPU it needs {cm.model.weight_bytes / cm.tp / 1e9:.1f} GB of bf16 "
+            f"weights plus {cm.activation_reserve_bytes() / 1e9:.1f} GB of activations, but {cm.gpu.name} at "
+            f"gpu_memory_utilization {cm.params.gpu_memory_utilization} offers {usable / 1e9:.1f} GB, "
+            "leaving nothing for the KV cache")

@@ -1,0 +1,124 @@
+"""A cost table (the contract's ``kind: table``): measured or exported curves, interpolated.
+
+- verify: ``step_s`` piecewise linear in batch tokens, flat beyond the ends; with ``context_tokens`` a grid
+  (rows by total context tokens, columns by batch tokens), bilinear, flat beyond every edge;
+- draft: each entry a constant or a curve over the tokens one drafter forward processes (requests x gamma for
+  the parallel block, requests for an autoregressive step or a sequential-head position); missing costs 0;
+- prefill: ``per_token_s`` x prefill tokens. A mixed step costs verify(decode tokens) + prefill tokens x
+  ``per_token_s`` (an additive assumption: the table has no joint measurement);
+- ``cuda_graph_buckets``: a decode-only step is evaluated at the next captured size.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import numpy as np
+
+from simlab.config.hardware import CostCurve, TableHardware
+from simlab.hardware.base import ArrayOrFloat, CostModel, check_method, is_array
+from simlab.hardware.buckets import Buckets
+from simlab.hardware.curves import Curve, Grid
+
+_ZERO = Curve.constant(0.0)
+
+
+def _draft_curve(entry: Optional[CostCurve]) -> Curve:
+    if entry is None:
+        return _ZERO
+    if isinstance(entry.step_s, list):
+        return Curve(entry.batch_tokens or [], entry.step_s)
+    return Curve.constant(entry.step_s)
+
+
+class TableCostModel(CostModel):
+    """A :class:`CostModel` read from a :class:`TableHardware` config. ``num_requests`` is ignored."""
+
+    def __init__(self, cfg: TableHardware, *, name: Optional[str] = None, source: Optional[str] = None) -> None:
+        self.config = cfg
+        self.name = cfg.name or name or "table"
+        self.source = source
+        self.buckets = Buckets(cfg.cuda_graph_buckets)
+        verify = cfg.verify
+        self.has_context = verify.context_tokens is not None
+        self._curve: Optional[Curve] = None
+        self._grid: Optional[Grid] = None
+        if verify.context_tokens is None:
+            self._curve = Curve(verify.batch_tokens, verify.step_s)  # type: ignore[arg-type]
+        else:
+            self._grid = Grid(verify.context_tokens, verify.batch_tokens, verify.step_s)  # type: ignore[arg-type]
+        self._autoregressive = _draft_curve(cfg.draft.autoregressive)
+        self._parallel = _draft_curve(cfg.draft.parallel)
+        self._sequential_head = _draft_curve(cfg.draft.sequential_head)
+        self._prefill_per_token_s = float(cfg.prefill.per_token_s)
+
+    def verify_s(
+        self, batch_tokens: ArrayOrFloat, context_tokens: ArrayOrFloat = 0.0, num_requests: ArrayOrFloat = 1
+    ) -> ArrayOrFloat:
+        if is_array(batch_tokens, context_tokens):
+            b = np.asarray(batch_tokens, dtype=float)
+            padded = self.buckets.pad_array(b)
+            if self._grid is not None:
+                cost = self._grid(np.asarray(context_tokens, dtype=float), padded)
+            else:
+                shape = np.broadcast_shapes(b.shape, np.shape(context_tokens))
+                cost = np.broadcast_to(self._curve(padded), shape)  # type: ignore[misc]
+            return np.where(np.broadcast_to(b, cost.shape) > 0, cost, 0.0)
+        b = float(batch_tokens)
+        if b <= 0:
+            return 0.0
+        padded = self.buckets.pad(b)
+        if self._grid is not None:
+            return self._grid.at(float(context_tokens), padded)
+        return self._curve.at(padded)  # type: ignore[union-attr]
+
+    def step_s(
+        self,
+        decode_tokens: int,
+        context_tokens: float,
+        num_requests: int,
+        prefill_tokens: int = 0,
+        prefill_attn_pairs: float = 0.0,
+    ) -> float:
+        decode = self.verify_s(decode_tokens, context_tokens) if decode_tokens > 0 else 0.0
+        return decode + self._prefill_per_token_s * prefill_tokens  # type: ignore[operator]
+
+    def draft_s(self, method: str, gamma: int, num_requests: int, context_tokens: float = 0.0) -> float:
+        if method == "none" or gamma <= 0 or num_requests <= 0:
+            check_method(method)
+            return 0.0
+        if method in ("eagle3", "mtp"):
+            return gamma * self._autoregressive.at(num_requests)
+        if method == "dflash":
+            return self._parallel.at(num_requests * gamma)
+        if method == "dspark":
+            return self._parallel.at(num_requests * gamma) + gamma * self._sequential_head.at(num_requests)
+        check_method(method)
+        return 0.0
+
+    def kv_cache_tokens(self) -> Optional[int]:
+        return self.config.kv_cache_tokens
+
+    def describe(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"kind": "table", "name": self.name}
+        if self.source:
+            out["source"] = self.source
+        out["verify_points"] = len(self.config.verify.batch_tokens)
+        out["context_rows"] = len(self.config.verify.context_tokens or [])
+        out["cuda_graph_buckets"] = self.buckets.to_config()
+        out["kv_cache_tokens"] = self.config.kv_cache_tokens
+        if self.config.provenance is not None:
+            out["provenance"] = _jsonable(self.config.provenance)
+        return out
+
+
+def _jsonable(value: Any) -> Any:
+    """Provenance read from YAML may hold dates; make it JSON-able."""
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    return str(value)
+

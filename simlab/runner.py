@@ -1,0 +1,170 @@
+"""Run a scenario: build its parts once, simulate every arm (in parallel processes), summarise."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import queue
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Optional
+
+import numpy as np
+import pandas as pd
+
+from simlab import __version__
+from simlab.arms import PreparedArm, domain_weights, prepare_arm
+from simlab.engine import simulate_arm
+from simlab.errors import InputError
+from simlab.metrics import summarise
+from simlab.results import requests_frame, steps_frame
+from simlab.scenario import LoadedScenario
+
+
+@dataclass
+class Built:
+    """A scenario's shared parts: the same for every arm."""
+
+    loaded: LoadedScenario
+    workload: object
+    cost: object
+    spec: object
+    kv_capacity: int
+    arms: list[PreparedArm] = field(default_factory=list)
+
+
+@dataclass
+class ArmOutcome:
+    name: str
+    metrics: dict
+    requests: pd.DataFrame
+    steps: pd.DataFrame
+
+
+def build(loaded: LoadedScenario) -> Built:
+    """Build workload, cost model, acceptance model and every arm's policy; all input errors surface here."""
+    from simlab.acceptance import build_acceptance, check_coverage
+    from simlab.hardware import build_cost_model
+    from simlab.workload import build_workload
+
+    sc, file, base_dir = loaded.scenario, loaded.file, loaded.base_dir
+    workload = build_workload(sc.workload, base_dir=base_dir, seed=sc.seed, file=file)
+    cost = build_cost_model(sc.hardware, base_dir=base_dir, file=file)
+    spec = build_acceptance(sc.acceptance, file=file)
+    requests = workload.requests
+    check_coverage(spec, [(a.method, a.draft_len) for a in sc.arms if a.draft_len], list(requests.domain_names),
+                   file=file)
+    engine = sc.engine
+    if engine.max_num_seqs > engine.max_batch_tokens:
+        raise InputError(
+            "must be >= engine.max_num_seqs (every running request needs a token each step)",
+            file=file, field="engine.max_batch_tokens", value=engine.max_batch_tokens,
+            valid=f"an integer >= {engine.max_num_seqs}",
+        )
+    kv_capacity = _kv_capacity(engine.kv_cache_tokens, cost, file)
+    need = requests.prompt_tokens + requests.output_tokens
+    if need.max() > kv_capacity:
+        worst = int(np.argmax(need))
+        raise InputError(
+            f"request {worst} needs {int(need[worst])} KV tokens (prompt + output) but the cache holds "
+            f"{kv_capacity}", file=file, field="engine.kv_cache_tokens", value=engine.kv_cache_tokens,
+            valid=f"at least {int(need.max())} tokens, or a workload with shorter requests",
+        )
+    built = Built(loaded, workload, cost, spec, kv_capacity)
+    weights = domain_weights(requests.domain, requests.domain_names)
+    for arm in sc.arms:
+        built.arms.append(
+            prepare_arm(arm, spec, cost, domain_names=requests.domain_names, weights=weights,
+                        max_batch_tokens=engine.max_batch_tokens, seed=sc.seed)
+        )
+    return built
+
+
+def _kv_capacity(setting, cost, file) -> int:
+    if setting != "auto":
+        return int(setting)
+    tokens = cost.kv_cache_tokens()
+    if tokens is None:
+        raise InputError(
+            "'auto' needs a roofline hardware model or a profile with kv_cache_tokens",
+            file=file, field="engine.kv_cache_tokens", value="auto", valid="a positive integer",
+        )
+    return int(tokens)
+
+
+def _simulate_one(built: Built, index: int, progress: Optional[Callable[[int], None]]) -> ArmOutcome:
+    prepared = built.arms[index]
+    sc = built.loaded.scenario
+    requests = built.workload.requests
+    result = simulate_arm(built.workload, built.cost, sc.engine, prepared.policy, built.kv_capacity, progress)
+    metrics = summarise(result, requests.prompt_tokens, requests.output_tokens, prepared.arm.draft_len, sc.slo)
+    scheduler = prepared.policy.scheduler
+    metrics["realisable"] = not (scheduler is not None and scheduler.info.uses_truth)
+    metrics["lossless"] = scheduler.lossless if scheduler is not None else True
+    if prepared.confidence is not None:
+        metrics["confidence"] = prepared.confidence
+    name = prepared.arm.label
+    ids = np.arange(len(requests))
+    return ArmOutcome(name, metrics, requests_frame(name, ids, requests, result.log), steps_frame(name, result.steps))
+
+
+_WORKER: dict = {}
+
+
+def _worker_run(index: int) -> ArmOutcome:
+    built, channel = _WORKER["built"], _WORKER["channel"]
+    return _simulate_one(built, index, lambda done: channel.put((index, done)))
+
+
+def simulate_all(built: Built, *, jobs: int = 1, on_progress: Optional[Callable[[int, int], None]] = None
+                 ) -> list[ArmOutcome]:
+    """Simulate every arm; ``on_progress(arm index, finished requests)`` is called as they advance."""
+    num_arms = len(built.arms)
+    jobs = max(1, min(jobs, num_arms))
+    if jobs == 1 or "fork" not in mp.get_all_start_methods():
+        return [
+            _simulate_one(built, i, (lambda done, i=i: on_progress(i, done)) if on_progress else None)
+            for i in range(num_arms)
+        ]
+    context = mp.get_context("fork")
+    channel = context.Queue()
+    _WORKER.update(built=built, channel=channel)
+    try:
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
+            futures = [pool.submit(_worker_run, i) for i in range(num_arms)]
+            while not all(f.done() for f in futures):
+                _drain(channel, on_progress, timeout=0.1)
+            _drain(channel, on_progress, timeout=0.0)
+            return [f.result() for f in futures]
+    finally:
+        _WORKER.clear()
+
+
+def _drain(channel, on_progress, timeout: float) -> None:
+    try:
+        item = channel.get(timeout=timeout) if timeout else channel.get_nowait()
+        while True:
+            if on_progress:
+                on_progress(*item)
+            item = channel.get_nowait()
+    except queue.Empty:
+        return
+
+
+def summary_document(built: Built, outcomes: list[ArmOutcome]) -> dict:
+    """The summary.json document: the resolved scenario and each arm's metrics."""
+    sc = built.loaded.scenario
+    return {
+        "scenario": sc.model_dump(mode="json"),
+        "arms": {o.name: o.metrics for o in outcomes},
+        "workload": built.workload.source,
+        "hardware": built.cost.describe(),
+        "acceptance": built.spec.source,
+        "engine": {"kv_cache_tokens": built.kv_capacity},
+        "simlab_version": __version__,
+    }
+
+
+def default_jobs() -> int:
+    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))

@@ -1,0 +1,60 @@
+"""Workloads: the requests a simulation serves, from a trace or drawn from distributions.
+
+``build_workload(cfg, base_dir=..., seed=..., file=...)`` turns a validated workload config into a
+:class:`Workload`: arrays of requests in arrival order (request id = index), the closed-loop settings when the
+workload is a closed loop, and a JSON-able description of its source.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from simlab.config.workload import (
+    ClosedLoopWorkload,
+    GammaWorkload,
+    PoissonWorkload,
+    TraceWorkload,
+    WorkloadConfig,
+)
+from simlab.workload.empirical import EmpiricalPools
+from simlab.workload.replay import build_trace_workload
+from simlab.workload.requests import DEFAULT_DOMAINS, ClosedLoop, Requests, Workload
+from simlab.workload.stats import TraceStats, trace_stats
+from simlab.workload.synthetic import build_closed_loop, build_open_loop
+from simlab.workload.trace_index import ShippedTrace, TraceLocation, locate_trace, shipped_traces
+from simlab.workload.traces import TraceOrigin, TraceTable, read_trace
+
+__all__ = [
+    "DEFAULT_DOMAINS",
+    "ClosedLoop",
+    "Requests",
+    "ShippedTrace",
+    "TraceLocation",
+    "TraceOrigin",
+    "TraceStats",
+    "TraceTable",
+    "Workload",
+    "build_workload",
+    "locate_trace",
+    "read_trace",
+    "shipped_traces",
+    "trace_stats",
+]
+
+
+def build_workload(cfg: WorkloadConfig, *, base_dir: Path, seed: int, file: str | Path) -> Workload:
+    """The requests of the workload ``cfg``.
+
+    ``base_dir`` resolves relative trace paths (the scenario file's folder); ``seed`` seeds every random draw
+    (the same seed gives the same requests); ``file`` is the scenario file, named in errors. Raises
+    :class:`~simlab.errors.InputError` for a missing or malformed trace.
+    """
+    base_dir = Path(base_dir)
+    if isinstance(cfg, TraceWorkload):
+        return build_trace_workload(cfg, base_dir=base_dir, seed=seed, file=file)
+    pools = EmpiricalPools(base_dir=base_dir, file=file)
+    if isinstance(cfg, (PoissonWorkload, GammaWorkload)):
+        return build_open_loop(cfg, seed=seed, read_pool=pools)
+    if isinstance(cfg, ClosedLoopWorkload):
+        return build_closed_loop(cfg, seed=seed, read_pool=pools)
+    raise TypeError(f"not a workload config: {type(cfg).__name__}")

@@ -1,0 +1,66 @@
+"""Trace replay: a trace's requests, sped up or slowed down, cut to a duration or count, with domains."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from simlab.config.workload import MAX_NUM_DOMAINS, TraceWorkload
+from simlab.errors import InputError
+from simlab.workload.domains import draw_domains, encode_labels
+from simlab.workload.requests import DEFAULT_DOMAINS, Requests, Workload
+from simlab.workload.trace_index import locate_trace
+from simlab.workload.traces import TraceOrigin, read_trace
+
+
+def build_trace_workload(cfg: TraceWorkload, *, base_dir: Path, seed: int, file: str | Path) -> Workload:
+    """Replay the trace ``cfg.path``: arrivals relative to the first request, gaps scaled by ``time_scale``,
+    arrivals at or after ``max_duration_s`` dropped, then the first ``max_requests`` kept."""
+    origin = TraceOrigin(file=file, prefix="workload")
+    location = locate_trace(cfg.path, base_dir=base_dir, file=file, field=origin.field("path"))
+    fmt = location.format_for(cfg.format, cfg.columns is not None)
+    table = read_trace(location.path, format=fmt, columns=cfg.columns, domain_column=cfg.domain_column,
+                       origin=origin)
+    arrival_s = table.arrival_s * cfg.time_scale
+    num_kept = len(arrival_s)
+    if cfg.max_duration_s is not None:
+        num_kept = int(np.searchsorted(arrival_s, cfg.max_duration_s, side="left"))
+    if cfg.max_requests is not None:
+        num_kept = min(num_kept, cfg.max_requests)
+    # never empty: the first arrival is 0.0 and max_duration_s > 0, and read_trace refuses an empty trace
+    if table.domain_labels is not None:
+        domain, names = encode_labels(table.domain_labels[:num_kept])
+        if len(names) > MAX_NUM_DOMAINS:
+            raise InputError(f"the domain column has {len(names)} distinct labels", file=table.path,
+                             valid=f"at most {MAX_NUM_DOMAINS} domains")
+        domain_source: dict = {"column": cfg.domain_source_column}
+    else:
+        mix = cfg.domains or DEFAULT_DOMAINS
+        domain, names = draw_domains(mix, num_kept, seed)
+        domain_source = {"mix": dict(mix), "seed": seed}
+    requests = Requests(
+        arrival_s=np.ascontiguousarray(arrival_s[:num_kept]),
+        prompt_tokens=table.prompt_tokens[:num_kept].copy(),
+        output_tokens=table.output_tokens[:num_kept].copy(),
+        domain=domain,
+        domain_names=names,
+    )
+    source = {
+        "kind": "trace",
+        "trace": location.shipped.name if location.shipped else None,
+        "path": str(location.path.resolve()),
+        "format": table.format,
+        "rows_read": len(table),
+        "sorted_on_read": not table.was_sorted,
+        "time_scale": cfg.time_scale,
+        "max_requests": cfg.max_requests,
+        "max_duration_s": cfg.max_duration_s,
+        "num_requests": len(requests),
+        "duration_s": float(requests.arrival_s[-1]),
+        "domains": domain_source,
+    }
+    if location.shipped:
+        source["licence"] = location.shipped.licence
+    return Workload(requests=requests, closed_loop=None, source=source)
+
