@@ -17,12 +17,9 @@ _S30, _S27, _S31 = np.uint64(30), np.uint64(27), np.uint64(31)
 _TO_UNIT = 2.0**-53
 
 # Stream ids: one per kind of randomness, so that changing one model never shifts another's draws.
-ACCEPT = 1  # uniform deciding accept/reject of a drafted position
-TOKEN_NOISE = 2  # per-position deviation of true acceptance
-STEP_NOISE = 3  # innovation of the step-to-step difficulty process
-REQUEST_DIFFICULTY = 4  # per-request difficulty
-CONFIDENCE_NOISE = 5  # error of the confidence head
-STEP_INIT = 6  # initial value of the step difficulty process
+ACCEPT = 1  # per (request, step, position): accept/reject uniform (high 32 bits), token noise (low 32 bits)
+NOISE = 2  # per (request, step, position): head noise (high 32 bits); position 0's low bits: step innovation
+REQUEST_DIFFICULTY = 4  # per request: difficulty
 
 
 def _mix(x: np.ndarray) -> np.ndarray:
@@ -46,25 +43,34 @@ def _base(seed: int, stream: int) -> np.ndarray:
     return _BASES[key]
 
 
-def keyed_bits(seed: int, stream: int, *keys: np.ndarray | int) -> np.ndarray:
-    """64 random bits for each element of the broadcast ``keys``.
-
-    Up to three non-negative integer keys are packed into one word (first key < 2**32, second < 2**24,
-    third < 2**8: request id, step, position), so distinct keys never collide before hashing.
-    """
+def pack(*keys: np.ndarray | int) -> np.ndarray:
+    """Pack one to three non-negative integer keys into one word (first key < 2**32, second < 2**24,
+    third < 2**8: request id, step, position), so distinct keys never collide before hashing."""
     if not 1 <= len(keys) <= 3:
         raise ValueError("keyed draws take one to three keys")
     packed = None
     for key, shift in zip(keys, _FIELD_SHIFTS):
-        field = np.asarray(key, dtype=np.int64).astype(np.uint64) << shift
+        field = np.asarray(key, dtype=np.int64).astype(np.uint64)
+        if shift:
+            field = field << shift
         packed = field if packed is None else packed | field
+    return packed
+
+
+def hashed(seed: int, stream: int, packed: np.ndarray) -> np.ndarray:
+    """64 random bits per packed key (see :func:`pack`) for one seed and stream."""
     with np.errstate(over="ignore"):
         return _mix(_mix(packed ^ _base(seed, stream)) + _GOLDEN)
 
 
+def keyed_bits(seed: int, stream: int, *keys: np.ndarray | int) -> np.ndarray:
+    """64 random bits for each element of the broadcast ``keys`` (see :func:`pack` for their ranges)."""
+    return hashed(seed, stream, pack(*keys))
+
+
 def keyed_uniform(seed: int, stream: int, *keys: np.ndarray | int) -> np.ndarray:
     """Uniform draws in the open interval (0, 1), one per element of the broadcast ``keys``."""
-    return ((keyed_bits(seed, stream, *keys) >> np.uint64(11)).astype(np.float64) + 0.5) * _TO_UNIT
+    return unit_uniform(keyed_bits(seed, stream, *keys))
 
 
 def keyed_normal(seed: int, stream: int, *keys: np.ndarray | int) -> np.ndarray:
@@ -72,10 +78,23 @@ def keyed_normal(seed: int, stream: int, *keys: np.ndarray | int) -> np.ndarray:
     return ndtri(keyed_uniform(seed, stream, *keys))
 
 
+def unit_uniform(bits: np.ndarray) -> np.ndarray:
+    """A uniform in (0, 1) from the top 53 bits of :func:`hashed` bits."""
+    return ((bits >> np.uint64(11)).astype(np.float64) + 0.5) * _TO_UNIT
+
+
+def high_uniform(bits: np.ndarray) -> np.ndarray:
+    """A uniform in (0, 1) from the high 32 bits of :func:`keyed_bits` (32-bit resolution)."""
+    return ((bits >> np.uint64(32)).astype(np.float64) + 0.5) * 2.0**-32
+
+
+def low_uniform(bits: np.ndarray) -> np.ndarray:
+    """A uniform in (0, 1) from the low 32 bits, independent of :func:`high_uniform` of the same bits."""
+    return ((bits & np.uint64(0xFFFFFFFF)).astype(np.float64) + 0.5) * 2.0**-32
+
+
 def keyed_uniform_pair(seed: int, stream: int, *keys: np.ndarray | int) -> tuple[np.ndarray, np.ndarray]:
     """Two independent uniforms in (0, 1) per key, from the high and low 32 bits of one hash
     (32-bit resolution: ample for accept/reject draws and for normals via the inverse CDF)."""
     bits = keyed_bits(seed, stream, *keys)
-    high = ((bits >> np.uint64(32)).astype(np.float64) + 0.5) * 2.0**-32
-    low = ((bits & np.uint64(0xFFFFFFFF)).astype(np.float64) + 0.5) * 2.0**-32
-    return high, low
+    return high_uniform(bits), low_uniform(bits)

@@ -33,9 +33,8 @@ class StepLog:
     def __len__(self) -> int:
         return self._size
 
-    def append(self, **columns) -> None:
-        """Append a block of rows; every column is a scalar or an array of the block's length."""
-        num_rows = max((np.size(v) for v in columns.values()), default=0)
+    def append(self, num_rows: int, **columns) -> None:
+        """Append ``num_rows`` rows; every column is a scalar or an array of that length."""
         end = self._size + num_rows
         if end > len(self._columns["t_s"]):
             capacity = max(end, 2 * len(self._columns["t_s"]))
@@ -48,7 +47,9 @@ class StepLog:
         self._size = end
 
     def columns(self) -> dict[str, np.ndarray]:
-        return {name: col[: self._size].copy() for name, col in self._columns.items()}
+        """The rows in time order (replicas append whole blocks, so raw order interleaves them by block)."""
+        order = np.lexsort((self._columns["replica"][: self._size], self._columns["t_s"][: self._size]))
+        return {name: col[: self._size][order] for name, col in self._columns.items()}
 
 
 @dataclass

@@ -1,7 +1,7 @@
 """One serving replica as a SimPy process: FCFS admission, chunked prefill, continuous batching of decode steps.
 
-Each wake-up of the process is one engine iteration, or a block of iterations over an unchanged batch (no
-arrival, admission, prefill or finish can happen inside it); blocks give exactly the same result as single steps.
+Each wake-up of the process runs one block (block.py): one iteration, or several over which nothing outside
+the replica can change its batch. Blocks give exactly the same result as single iterations.
 """
 
 from __future__ import annotations
@@ -12,12 +12,14 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from simlab.engine.block import Roster, commit_block, plan_block
 from simlab.engine.decode import DecodeSet
 
 if TYPE_CHECKING:  # pragma: no cover
     from simlab.engine.simulate import ArmRun
 
 MAX_BLOCK_STEPS = 64
+MIN_BLOCK_STEPS = 4  # a block re-plans when its inputs drift: shorter ones cost more than single steps
 
 
 class Replica:
@@ -28,13 +30,13 @@ class Replica:
         self.env = run.env
         self.index = index
         self.waiting: deque[int] = deque()
-        self.prefilling: list[list[int]] = []  # [request id, prompt tokens done]
-        self.decode = DecodeSet(run.policy)
+        self.prefilling: list[list[int]] = []  # [request id, prompt tokens done], in admission order
+        self.decode = DecodeSet(run.policy, run.request_shift)
         self.kv_used = 0
+        self.clock_s = 0.0  # this replica's time, summed step by step (SimPy's clock only orders events)
         self._wake = None
         self._last_step_s = 1e-3  # sizes blocks only
-        self.clock_s = 0.0  # this replica's time, summed step by step (SimPy's clock only orders events)
-        self._tokens_per_step = 1.0 + 0.5 * run.policy.gamma  # running estimate, only sizes blocks
+        self._tokens_per_step = 1.0 + 0.5 * run.policy.gamma  # running estimate, sizes blocks only
         self.process = self.env.process(self._loop())
 
     @property
@@ -50,8 +52,7 @@ class Replica:
 
     def _admit(self) -> None:
         run = self.run
-        engine = run.engine
-        while self.waiting and len(self.prefilling) + len(self.decode) < engine.max_num_seqs:
+        while self.waiting and len(self.prefilling) + len(self.decode) < run.engine.max_num_seqs:
             request_id = self.waiting[0]
             need = run.kv_need[request_id]
             if self.kv_used + need > run.kv_capacity:
@@ -69,120 +70,148 @@ class Replica:
                 yield self._wake
                 self._wake = None
                 continue
-            if self.prefilling:
-                num_steps, completed = self._mixed_step()
-            else:
-                num_steps, completed = self._decode_block(), []
-            end_s = self._end_s
+            end_s, finish = self._iterate()
             yield env.timeout(max(end_s - env.now, 0.0))
             self.clock_s = end_s
-            self._finish_step(completed)
+            finish()
 
-    def _decode_block(self) -> int:
+    # --------------------------------------------------------------------------------------------- one block
+    def _iterate(self):
+        """Plan and commit the next block; returns its end time and what to do when it ends."""
         run, decode = self.run, self.decode
-        now = self.clock_s
-        num_requests = len(decode)
-        num_steps = self._block_len()
-        plan = decode.plan(num_steps)
-        exact = plan.num_exact
-        batch_tokens = plan.batch_tokens[:exact]
-        context = plan.context_before[:exact].astype(float)
-        verify_s = np.asarray(run.cost.verify_s(batch_tokens, context, num_requests))
-        step_s = run.policy.draft_s(num_requests, context) + np.broadcast_to(verify_s, (exact,))
-        ends = np.cumsum(np.concatenate([[now], step_s]))[1:]
-        last = min(exact - 1, plan.first_finish)
+        engine, policy = run.engine, run.policy
+        prefill = self._prefill_plan()
+        if prefill is None:  # prefills that cannot all complete now: one iteration, prefill chunked
+            roster, num_steps = Roster.build(decode, []), 1
+        else:
+            roster = Roster.build(decode, prefill.joiners)
+            num_steps = self._block_len(roster)
+        block = plan_block(policy, roster, num_steps)
+        exact = block.num_exact
+        anchors = block.anchors[:exact]
+        decode_tokens = block.batch_tokens[:exact]
+        context = block.context[:exact].astype(float)
+        requests = np.maximum(anchors, 1)
+        verify_s = np.where(anchors > 0, run.cost.verify_s(decode_tokens, context, requests), 0.0)
+        step_s = policy.draft_s(anchors, context) + verify_s
+        late = prefill is None  # prefill chunks handed out after planning the decode part
+        if late:
+            prefill = _Prefill.allocate(self, min(engine.prefill_budget, engine.max_batch_tokens - int(decode_tokens[0])))
+        if prefill.tokens:
+            step_s[0] = policy.draft_s(int(anchors[0]), float(context[0])) + run.cost.step_s(
+                int(decode_tokens[0]), float(context[0]), int(anchors[0]), prefill.tokens, prefill.attn_pairs
+            )
+        ends = np.cumsum(np.concatenate([[self.clock_s], step_s]))[1:]
+        last = exact - 1
+        idle = np.flatnonzero(anchors[1:] == 0)  # everyone has finished: nothing left to step
+        if idle.size:
+            last = min(last, int(idle[0]))
+        finish_step = block.finish_step(roster)
+        if self._finish_ends_block() and (finish_step < len(anchors)).any():
+            last = min(last, int(finish_step.min()))
         next_arrival = run.arrivals.next_arrival_s()
         if next_arrival < ends[last]:
             last = min(last, int(np.searchsorted(ends, next_arrival, side="left")))
         count = last + 1
-        self._commit(plan, count, now, step_s[:count], batch_tokens[:count], prefill_tokens=0, num_prefilling=0)
-        return count
+        self._record(block, count, step_s[:count], decode_tokens[:count], prefill)
+        finished = commit_block(decode, roster, block, count)
+        run.log.steps[roster.request_id] += block.active[:count].sum(axis=0)
+        if late and prefill.joiners:  # they decode from the next iteration
+            decode.extend(Roster.build(DecodeSet(policy, run.request_shift), prefill.joiners).columns())
+        for request_id in [j[0] for j in prefill.joiners] + prefill.single_token:
+            run.log.first_token_s[request_id] = ends[0]
+        done = [(float(ends[finish_step[i]]), int(roster.request_id[i])) for i in np.flatnonzero(finished)]
+        done += [(float(ends[0]), request_id) for request_id in prefill.single_token]
+        self._last_step_s = float(step_s[count - 1])
+        return float(ends[count - 1]), lambda: self._release(sorted(done))
 
-    def _block_len(self) -> int:
+    def _prefill_plan(self):
+        """When every prefilling request completes in the next iteration whatever the scheduler decides, their
+        chunks (so the block can carry them on as decoders); otherwise None: the iteration is planned alone and
+        prefill takes what the decode part leaves of the token budget."""
+        if not self.prefilling:
+            return _Prefill()
+        run, engine = self.run, self.run.engine
+        bound = min(engine.prefill_budget, engine.max_batch_tokens - len(self.decode) * (1 + run.policy.gamma))
+        needed = sum(int(run.prompt_tokens[r]) - done for r, done in self.prefilling)
+        return _Prefill.allocate(self, bound) if needed <= bound else None
+
+    def _block_len(self, roster: Roster) -> int:
         run = self.run
-        if not run.allow_blocks:
+        if not run.allow_blocks or len(roster) == 0:
             return 1
-        decode = self.decode
         gap = run.arrivals.next_arrival_s() - self.clock_s
         if gap <= 0:
             return 1
-        to_arrival = math.ceil(gap / max(self._last_step_s, 1e-9)) + 1 if math.isfinite(gap) else MAX_BLOCK_STEPS
-        to_finish = math.ceil(int(decode.remaining.min()) / self._tokens_per_step) + 1
-        return int(max(1, min(MAX_BLOCK_STEPS, to_arrival, to_finish)))
+        num_steps = math.ceil(gap / max(self._last_step_s, 1e-9)) + 1 if math.isfinite(gap) else MAX_BLOCK_STEPS
+        if self._finish_ends_block():
+            num_steps = min(num_steps, math.ceil(int(roster.remaining.min()) / self._tokens_per_step) + 1)
+        num_steps = min(num_steps, MAX_BLOCK_STEPS)
+        return num_steps if num_steps >= MIN_BLOCK_STEPS else 1
 
-    def _mixed_step(self):
-        """One iteration holding every decode request (verify first) plus prefill chunks in the leftover budget."""
-        run, decode = self.run, self.decode
-        engine = run.engine
-        now = self.clock_s
-        num_requests = len(decode)
-        plan = decode.plan(1) if num_requests else None
-        decode_tokens = int(plan.batch_tokens[0]) if plan is not None else 0
-        budget = min(engine.prefill_budget, engine.max_batch_tokens - decode_tokens)
-        prefill_tokens, attn_pairs, completed = 0, 0.0, []
-        for entry in self.prefilling:
-            if budget <= 0:
-                break
-            request_id, done = entry
-            chunk = min(int(run.prompt_tokens[request_id]) - done, budget)
-            prefill_tokens += chunk
-            attn_pairs += chunk * (done + chunk / 2.0)
-            entry[1] = done + chunk
-            budget -= chunk
-            if entry[1] >= run.prompt_tokens[request_id]:
-                completed.append(request_id)
-        context = float(plan.context_before[0]) if plan is not None else 0.0
-        step_s = run.cost.step_s(decode_tokens, context, num_requests, prefill_tokens, attn_pairs)
-        step_s += run.policy.draft_s(num_requests, context)
-        self._commit(
-            plan, 1, now, np.array([step_s]), np.array([decode_tokens + prefill_tokens]),
-            prefill_tokens=prefill_tokens, num_prefilling=len(self.prefilling),
-        )
-        if completed:
-            done = set(completed)
-            self.prefilling = [e for e in self.prefilling if e[0] not in done]
-        return 1, completed
-
-    def _commit(self, plan, count, now, step_s, batch_tokens, *, prefill_tokens, num_prefilling) -> None:
-        run, decode = self.run, self.decode
-        starts_ends = np.cumsum(np.concatenate([[now], step_s]))
-        self._end_s = float(starts_ends[-1])
-        self._last_step_s = float(step_s[-1])
-        num_requests = len(decode)
-        if plan is not None and num_requests:
-            lengths, accepted, emitted = plan.lengths[:count], plan.accepted[:count], plan.emitted[:count]
-            run.positions.add(lengths, accepted)
-            verify_tokens, accepted_tokens = lengths.sum(axis=1), accepted.sum(axis=1)
-            emitted_tokens = emitted.sum(axis=1)
-            self._tokens_per_step = 0.8 * self._tokens_per_step + 0.2 * float(emitted_tokens.mean()) / num_requests
-            self._finished = decode.commit(plan, count)
-        else:
-            verify_tokens = accepted_tokens = emitted_tokens = 0
-            self._finished = None
-        run.steps.append(
-            t_s=starts_ends[:-1], step_s=step_s, replica=self.index, num_requests=num_requests + num_prefilling,
-            decode_requests=num_requests, batch_tokens=batch_tokens, verify_tokens=verify_tokens,
-            accepted_tokens=accepted_tokens, emitted_tokens=emitted_tokens, prefill_tokens=prefill_tokens,
-        )
-        if num_requests:
-            run.log.steps[decode.request_id] += count
-
-    def _finish_step(self, completed: list[int]) -> None:
-        run, decode = self.run, self.decode
-        now = self.clock_s
-        if self._finished is not None and self._finished.any():
-            for request_id in decode.request_id[self._finished]:
-                self._release(int(request_id), now)
-            decode.remove(~self._finished)
-        for request_id in completed:
-            run.log.first_token_s[request_id] = now
-            remaining = int(run.output_tokens[request_id]) - 1
-            if remaining <= 0:
-                self._release(request_id, now)
-            else:
-                decode.add(request_id, int(run.domain[request_id]), remaining, int(run.prompt_tokens[request_id]) + 1)
-
-    def _release(self, request_id: int, now: float) -> None:
+    def _finish_ends_block(self) -> bool:
+        """A finish changes more than this batch when someone waits for its seat or KV, when it sends the next
+        request (closed loop), or when the router reads this replica's load."""
         run = self.run
-        self.kv_used -= run.kv_need[request_id]
-        run.finish(request_id, now)
+        return bool(self.waiting) or run.workload.closed_loop is not None or run.routes_by_load
+
+    def _record(self, block, count: int, step_s: np.ndarray, decode_tokens: np.ndarray, prefill) -> None:
+        run = self.run
+        lengths, accepted = block.lengths[:count], block.accepted[:count]
+        run.positions.add(lengths[block.active[:count]], accepted[block.active[:count]])
+        anchors = block.anchors[:count]
+        emitted = block.emitted[:count].sum(axis=1)
+        prefill_tokens = np.zeros(count, dtype=np.int64)
+        prefill_tokens[0] = prefill.tokens
+        num_prefilling = np.zeros(count, dtype=np.int64)
+        num_prefilling[0] = prefill.num_requests
+        starts_ends = np.cumsum(np.concatenate([[self.clock_s], step_s]))
+        run.steps.append(
+            count, t_s=starts_ends[:-1], step_s=step_s, replica=self.index,
+            num_requests=anchors + num_prefilling, decode_requests=anchors,
+            batch_tokens=decode_tokens + prefill_tokens, verify_tokens=lengths.sum(axis=1),
+            accepted_tokens=accepted.sum(axis=1), emitted_tokens=emitted, prefill_tokens=prefill_tokens,
+        )
+        if anchors[-1] > 0:
+            self._tokens_per_step = 0.8 * self._tokens_per_step + 0.2 * int(emitted[-1]) / int(anchors[-1])
+
+    def _release(self, done: list[tuple[float, int]]) -> None:
+        run = self.run
+        for finish_s, request_id in done:
+            self.kv_used -= run.kv_need[request_id]
+            run.finish(request_id, finish_s)
+
+
+class _Prefill:
+    """The prefill part of an iteration: chunks given to prefilling requests, and who completes."""
+
+    def __init__(self, tokens: int = 0, attn_pairs: float = 0.0, num_requests: int = 0,
+                 joiners=(), single_token=()) -> None:
+        self.tokens = tokens
+        self.attn_pairs = attn_pairs
+        self.num_requests = num_requests
+        self.joiners = list(joiners)  # (request id, domain, tokens left after the first, context)
+        self.single_token = list(single_token)  # completed requests that wanted one token only
+
+    @classmethod
+    def allocate(cls, replica: Replica, budget: int) -> "_Prefill":
+        """Chunks in admission order from ``budget`` tokens; completed requests leave ``replica.prefilling``."""
+        run = replica.run
+        tokens, attn_pairs, joiners, single, still = 0, 0.0, [], [], []
+        num_requests = len(replica.prefilling)
+        for entry in replica.prefilling:
+            request_id, done = entry
+            prompt = int(run.prompt_tokens[request_id])
+            chunk = max(min(prompt - done, budget), 0)
+            budget -= chunk
+            tokens += chunk
+            attn_pairs += chunk * (done + chunk / 2.0)
+            if done + chunk < prompt:
+                still.append([request_id, done + chunk])
+            elif run.output_tokens[request_id] > 1:
+                joiners.append((request_id, int(run.domain[request_id]), int(run.output_tokens[request_id]) - 1,
+                                prompt + 1))
+            else:
+                single.append(request_id)
+        replica.prefilling = still
+        return cls(tokens, attn_pairs, num_requests, joiners, single)

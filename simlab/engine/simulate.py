@@ -44,35 +44,40 @@ class ArmRun:
         self.domain = requests.domain
         self.kv_need = (requests.prompt_tokens + requests.output_tokens).astype(np.int64)
         self.kv_capacity = kv_capacity
+        self.request_shift = policy.draws.request_shift(len(requests)) if policy.draws is not None else None
         self.log = RequestLog.empty(len(requests))
         self.steps = StepLog()
         self.positions = PositionCounts.empty(policy.gamma)
         self.allow_blocks = not (workload.closed_loop is not None and engine.replicas > 1)
         self.num_finished = 0
         self._progress = progress
-        self._in_system = 0
-        self._area = 0.0
-        self._last_change_s = 0.0
+        self._events: list[tuple[float, int]] = []
+        self.routes_by_load = engine.replicas > 1 and engine.router == "least_loaded"
         self.replicas = [Replica(self, i) for i in range(engine.replicas)]
         self.arrivals = Arrivals(self)
 
-    def _account(self, now: float) -> None:
-        self._area += self._in_system * (now - self._last_change_s)
-        self._last_change_s = now
-
     def arrive(self, request_id: int, now: float) -> None:
-        self._account(now)
-        self._in_system += 1
         self.log.arrival_s[request_id] = now
+        self._events.append((now, 1))
 
     def finish(self, request_id: int, now: float) -> None:
-        self._account(now)
-        self._in_system -= 1
         self.log.finish_s[request_id] = now
+        self._events.append((now, -1))
         self.num_finished += 1
         if self._progress is not None and self.num_finished % 256 == 0:
             self._progress(self.num_finished)
         self.arrivals.on_finish(now)
+
+    def time_in_system_area(self) -> float:
+        """Integral over time of the number of requests in the system, from the arrival and finish events in
+        time order (a replica reports the finishes of a block when the block ends)."""
+        events = np.array(self._events, dtype=float).reshape(-1, 2)
+        order = np.lexsort((-events[:, 1], events[:, 0]))  # at equal times, arrivals first
+        times, deltas = events[order, 0], events[order, 1]
+        in_system = np.cumsum(deltas)
+        if in_system.min(initial=0) < 0:
+            raise RuntimeError("a request finished before it arrived")
+        return float(np.sum(in_system[:-1] * np.diff(times)))
 
 
 def simulate_arm(workload, cost, engine: EngineConfig, policy: ArmPolicy, kv_capacity: int,
@@ -91,6 +96,6 @@ def simulate_arm(workload, cost, engine: EngineConfig, policy: ArmPolicy, kv_cap
         log=run.log,
         steps=run.steps.columns(),
         positions=run.positions,
-        time_in_system_area=run._area,
+        time_in_system_area=run.time_in_system_area(),
         sim_wall_s=time.perf_counter() - started,
     )

@@ -25,6 +25,7 @@ class CostModel(ABC):
 
     name: str
     has_context: bool  # True when the verify cost depends on the context (KV) tokens
+    draft_reads_context: bool = True  # False when draft_s ignores context_tokens (tables)
     buckets: Buckets
 
     @abstractmethod

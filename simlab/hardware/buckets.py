@@ -30,12 +30,16 @@ def vllm_default_capture_sizes(max_capture_size: int = VLLM_MAX_CAPTURE_SIZE) ->
 class Buckets:
     """Pads a batch of B tokens to the next captured size; sizes above the largest are left as they are."""
 
-    __slots__ = ("sizes", "largest", "_sizes_arr")
+    __slots__ = ("sizes", "largest", "_sizes_arr", "_padded")
 
     def __init__(self, sizes: Optional[Sequence[int]]) -> None:
         self.sizes: list[int] = sorted(set(int(s) for s in sizes)) if sizes else []
         self.largest: float = float(self.sizes[-1]) if self.sizes else 0.0
         self._sizes_arr = np.asarray(self.sizes, dtype=float)
+        # padded size of every integer batch 0..largest: one gather pads a whole curve of integer batches
+        self._padded = np.arange(int(self.largest) + 1, dtype=float)
+        if self.sizes:
+            self._padded[1:] = self._sizes_arr[np.searchsorted(self._sizes_arr, self._padded[1:], side="left")]
 
     @classmethod
     def from_config(cls, value: Union[str, Sequence[int], None]) -> "Buckets":
@@ -58,9 +62,13 @@ class Buckets:
 
     def pad_array(self, batch_tokens: np.ndarray) -> np.ndarray:
         """:meth:`pad` for every element (float array out)."""
-        b = np.asarray(batch_tokens, dtype=float)
         if not self.sizes:
-            return b
+            return np.asarray(batch_tokens, dtype=float)
+        if isinstance(batch_tokens, np.ndarray) and batch_tokens.dtype.kind in "iu":
+            largest = len(self._padded) - 1
+            padded = self._padded[np.clip(batch_tokens, 0, largest)]
+            return np.where(batch_tokens > largest, batch_tokens, padded)
+        b = np.asarray(batch_tokens, dtype=float)
         index = np.minimum(np.searchsorted(self._sizes_arr, b, side="left"), len(self.sizes) - 1)
         return np.where((b <= self.largest) & (b > 0), self._sizes_arr[index], b)
 

@@ -60,7 +60,7 @@ class Grid:
     ``values[i][j]`` is the value at ``rows[i]``, ``cols[j]``.
     """
 
-    __slots__ = ("rows", "cols", "values", "_row_curves", "_rows_arr", "_cols_arr", "_values_arr")
+    __slots__ = ("rows", "cols", "values", "_row_curves", "_rows_arr", "_cols_arr", "_values_arr", "_located")
 
     def __init__(self, rows: Sequence[float], cols: Sequence[float], values: Sequence[Sequence[float]]) -> None:
         if len(values) != len(rows) or any(len(v) != len(cols) for v in values):
@@ -79,6 +79,7 @@ class Grid:
         if cols_arr.size == 1:
             cols_arr, values_arr = np.append(cols_arr, cols_arr[0] + 1.0), np.hstack([values_arr, values_arr])
         self._rows_arr, self._cols_arr, self._values_arr = rows_arr, cols_arr, values_arr
+        self._located: dict[bytes, tuple[np.ndarray, np.ndarray]] = {}
 
     def at(self, row: float, col: float) -> float:
         """The grid at one point."""
@@ -93,15 +94,48 @@ class Grid:
         high = self._row_curves[i].at(col)
         return low + (high - low) * w
 
+    def _columns_located(self, col: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """:func:`_locate` of a column vector, memoised (schedulers ask for the same batch range every step)."""
+        key = col.tobytes()
+        located = self._located.get(key)
+        if located is None:
+            if len(self._located) >= 4096:
+                self._located.clear()
+            located = self._located[key] = _locate(self._cols_arr, col)
+        return located
+
+    def _blend(self, row: float) -> np.ndarray:
+        """The grid's values along the columns at one row position (the same arithmetic as the vector path)."""
+        rows, z = self._rows_arr, self._values_arr
+        r = min(max(row, rows[0]), rows[-1])
+        i = min(max(bisect_right(self.rows, r) - 1, 0), len(rows) - 2)
+        w = (r - rows[i]) / (rows[i + 1] - rows[i])
+        return z[i] + (z[i + 1] - z[i]) * w
+
     def __call__(self, row: np.ndarray, col: np.ndarray) -> np.ndarray:
-        """The grid at ``(row, col)`` broadcast together (e.g. rows ``[S, 1]`` and columns ``[S, n]``)."""
-        row, col = np.broadcast_arrays(np.asarray(row, dtype=float), np.asarray(col, dtype=float))
+        """The grid at ``(row, col)`` broadcast together (e.g. rows ``[S, 1]`` and columns ``[S, n]``).
+
+        Each axis is located on its own shape before broadcasting, so a curve over n columns at S contexts
+        costs O(S + n) searches and one O(S * n) blend.
+        """
+        row, col = np.asarray(row, dtype=float), np.asarray(col, dtype=float)
+        z = self._values_arr
+        if row.ndim == 2 and row.shape[1] == 1 and col.ndim == 2 and col.shape[0] == 1:
+            # S contexts x one row of n columns (a scheduler's curve): blend the two grid rows around each
+            # context into one curve, then interpolate it at the columns (located once and cached)
+            if row.shape[0] == 1:
+                blended = self._blend(float(row[0, 0]))[None, :]
+            else:
+                i, wr = _locate(self._rows_arr, row[:, 0])
+                blended = z[i] + (z[i + 1] - z[i]) * wr[:, None]
+            j, wc = self._columns_located(col[0])
+            low = blended[:, j]
+            return low + (blended[:, j + 1] - low) * wc
         i, wr = _locate(self._rows_arr, row)
         j, wc = _locate(self._cols_arr, col)
-        z = self._values_arr
-        top = z[i, j] * (1.0 - wc) + z[i, j + 1] * wc
-        bottom = z[i + 1, j] * (1.0 - wc) + z[i + 1, j + 1] * wc
-        return top * (1.0 - wr) + bottom * wr
+        top = z[i, j] + (z[i, j + 1] - z[i, j]) * wc
+        bottom = z[i + 1, j] + (z[i + 1, j + 1] - z[i + 1, j]) * wc
+        return top + (bottom - top) * wr
 
 
 def _locate(axis: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

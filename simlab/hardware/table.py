@@ -34,6 +34,8 @@ def _draft_curve(entry: Optional[CostCurve]) -> Curve:
 class TableCostModel(CostModel):
     """A :class:`CostModel` read from a :class:`TableHardware` config. ``num_requests`` is ignored."""
 
+    draft_reads_context = False
+
     def __init__(self, cfg: TableHardware, *, name: Optional[str] = None, source: Optional[str] = None) -> None:
         self.config = cfg
         self.name = cfg.name or name or "table"
@@ -56,8 +58,8 @@ class TableCostModel(CostModel):
         self, batch_tokens: ArrayOrFloat, context_tokens: ArrayOrFloat = 0.0, num_requests: ArrayOrFloat = 1
     ) -> ArrayOrFloat:
         if is_array(batch_tokens, context_tokens):
+            padded = self.buckets.pad_array(batch_tokens)
             b = np.asarray(batch_tokens, dtype=float)
-            padded = self.buckets.pad_array(b)
             if self._grid is not None:
                 cost = self._grid(np.asarray(context_tokens, dtype=float), padded)
             else:

@@ -25,6 +25,7 @@ class SchedulerInfo:
     uses_lag: bool  # reads lagged confidences
     uses_truth: bool  # reads true outcomes (not realisable)
     lossless: bool
+    uses_draft_cost: bool = False  # reads draft_s (callers may skip computing it otherwise)
 
 
 REGISTRY: dict[str, SchedulerInfo] = {
@@ -32,7 +33,7 @@ REGISTRY: dict[str, SchedulerInfo] = {
     "threshold": SchedulerInfo(policies.threshold, ("threshold", "cumulative"), False, False, False, True),
     "hardware_aware": SchedulerInfo(policies.hardware_aware, (), True, False, False, True),
     "async_topk": SchedulerInfo(policies.async_topk, ("lag_steps",), True, True, False, True),
-    "goodput": SchedulerInfo(policies.goodput, ("lag_steps",), True, True, False, True),
+    "goodput": SchedulerInfo(policies.goodput, ("lag_steps",), True, True, False, True, uses_draft_cost=True),
     "oracle": SchedulerInfo(policies.oracle, (), True, False, True, False),
     "retrospective": SchedulerInfo(policies.retrospective, (), True, False, False, False),
 }

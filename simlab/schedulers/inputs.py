@@ -19,10 +19,12 @@ class ScheduleInputs:
     verify_s:       target seconds for a step of B batch tokens; takes B as an int array [1 or S, n] and
                     returns seconds broadcastable to [S, n] (the step's context is bound in by the caller).
     draft_s:        seconds the drafter spent this step (a scalar or [S]); the goodput objective adds it.
-    token_budget:   the most verify tokens (sum of lengths) a step may hold, or None for no limit.
+    token_budget:   the most verify tokens (sum of lengths) a step may hold (a scalar or [S]), or None.
     lagged_conf:    [S, R, G] estimates from ``lag`` steps earlier (async_topk, goodput).
     lagged_max_len: [S, R] the lengths that were allowed then.
     true_accepted:  [S, R] how many leading drafted positions the target will accept (oracle only).
+    num_requests:   [S] requests in the batch at each step, when some of the R rows sit a step out (their
+                    max_len is 0 and they add no anchor token); None means all R every step.
     """
 
     conf: np.ndarray
@@ -33,6 +35,7 @@ class ScheduleInputs:
     lagged_conf: Optional[np.ndarray] = None
     lagged_max_len: Optional[np.ndarray] = None
     true_accepted: Optional[np.ndarray] = None
+    num_requests: Optional[np.ndarray] = None
 
     @property
     def shape(self) -> tuple[int, int, int]:

@@ -15,10 +15,12 @@ _INVALID = -1.0
 
 
 def survival(conf: np.ndarray, max_len: np.ndarray) -> np.ndarray:
-    """a[s, r, j] = prod_{i<=j} conf[s, r, i], with positions beyond max_len marked invalid (-1)."""
-    a = np.cumprod(np.clip(conf, 0.0, 1.0), axis=-1)
-    positions = np.arange(conf.shape[-1])
-    return np.where(positions < max_len[..., None], a, _INVALID)
+    """a[s, r, j] = prod_{i<=j} conf[s, r, i] (conf in [0, 1]), positions beyond max_len marked invalid (-1)."""
+    a = np.cumprod(conf, axis=-1)
+    gamma = conf.shape[-1]
+    if max_len.min(initial=gamma) >= gamma:
+        return a
+    return np.where(np.arange(gamma) < max_len[..., None], a, _INVALID)
 
 
 @dataclass(frozen=True)
@@ -28,48 +30,63 @@ class Path:
     order: np.ndarray  # [S, R*G]
     values: np.ndarray  # [S, R*G] survival along the path (invalid ones last, as -1)
     num_valid: np.ndarray  # [S]
-    num_requests: int
+    num_requests: int  # rows R
     gamma: int
+    anchors: np.ndarray | int  # requests in the batch at each step ([S], or R for every step)
 
     @property
     def gained(self) -> np.ndarray:
-        """[S, n] expected tokens R + sum of the first k+1 candidates' survival, for k = 0..n-1."""
-        return self.num_requests + np.cumsum(np.maximum(self.values, 0.0), axis=-1)
+        """[S, n + 1] expected tokens after admitting K = 0..n candidates: R + the sum of their survival.
 
-    def batch_tokens(self) -> np.ndarray:
-        """[1, n] batch tokens after admitting k+1 candidates."""
-        return (self.num_requests + 1 + np.arange(self.values.shape[-1]))[None, :]
+        Entries past ``num_valid`` are meaningless; callers mask them with :func:`cap`."""
+        steps, n = self.values.shape
+        out = np.empty((steps, n + 1))
+        out[:, 0] = 0.0
+        np.cumsum(self.values, axis=-1, out=out[:, 1:])
+        return out + (self.anchors if np.ndim(self.anchors) == 0 else self.anchors[:, None])
+
+    def seconds(self, verify_s) -> np.ndarray:
+        """[S or 1, n + 1] verify seconds after admitting K = 0..n candidates (batch tokens R + K)."""
+        ks = np.arange(self.values.shape[-1] + 1)
+        if np.ndim(self.anchors) == 0:
+            return verify_s((self.anchors + ks)[None, :])
+        return verify_s(self.anchors[:, None] + ks[None, :])
 
     def lengths(self, num_admitted: np.ndarray) -> np.ndarray:
         """Per-request verify lengths [S, R] when the first ``num_admitted[s]`` candidates are admitted."""
         steps, n = self.order.shape
+        request = self.order // self.gamma
+        if steps == 1:
+            return np.bincount(request[0, : int(num_admitted[0])], minlength=self.num_requests)[None, :]
         admitted = np.arange(n)[None, :] < num_admitted[:, None]
-        flat = np.zeros((steps, n), dtype=bool)
-        np.put_along_axis(flat, self.order, admitted, axis=-1)
-        return flat.reshape(steps, self.num_requests, self.gamma).sum(axis=-1)
+        flat = (request + (np.arange(steps) * self.num_requests)[:, None])[admitted]
+        return np.bincount(flat, minlength=steps * self.num_requests).reshape(steps, self.num_requests)
 
 
-def build_path(a: np.ndarray) -> Path:
-    """Sort the candidates of each step in ``a`` [S, R, G] by survival, descending (stable: ties by position)."""
+def build_path(a: np.ndarray, anchors: np.ndarray | None = None) -> Path:
+    """Sort the candidates of each step in ``a`` [S, R, G] by survival, descending (stable: ties by position).
+
+    ``anchors`` [S] counts the requests in each step's batch (default: all R rows)."""
     steps, num_requests, gamma = a.shape
     flat = a.reshape(steps, num_requests * gamma)
     order = np.argsort(-flat, axis=-1, kind="stable")
-    values = np.take_along_axis(flat, order, axis=-1)
+    values = flat[np.arange(steps)[:, None], order]
     num_valid = (values > _INVALID / 2).sum(axis=-1)
-    return Path(order=order, values=values, num_valid=num_valid, num_requests=num_requests, gamma=gamma)
+    if anchors is None or (anchors == num_requests).all():
+        anchors = num_requests
+    return Path(order=order, values=values, num_valid=num_valid, num_requests=num_requests, gamma=gamma,
+                anchors=anchors)
 
 
-def cap(num_valid: np.ndarray, token_budget: int | None) -> np.ndarray:
-    """How far along each step's path a scheduler may go."""
-    return num_valid if token_budget is None else np.minimum(num_valid, max(int(token_budget), 0))
+def cap(num_valid: np.ndarray, token_budget) -> np.ndarray:
+    """How far along each step's path a scheduler may go (``token_budget``: None, a scalar or [S])."""
+    return num_valid if token_budget is None else np.minimum(num_valid, np.maximum(token_budget, 0))
 
 
-def argmax_budget(objective: np.ndarray, objective0: np.ndarray, limit: np.ndarray) -> np.ndarray:
-    """Per step, the K in [0, limit] maximising the objective (K = 0 is ``objective0``); first maximum wins."""
-    n = objective.shape[-1]
-    masked = np.where(np.arange(n)[None, :] < limit[:, None], objective, -np.inf)
-    full = np.concatenate([objective0[:, None], masked], axis=-1)
-    return np.argmax(full, axis=-1)
+def argmax_budget(objective: np.ndarray, limit: np.ndarray) -> np.ndarray:
+    """Per step, the K in [0, limit] maximising ``objective`` [S, n + 1] (indexed by K); first maximum wins."""
+    ks = np.arange(objective.shape[-1])[None, :]
+    return np.argmax(np.where(ks <= limit[:, None], objective, -np.inf), axis=-1)
 
 
 def clip_to_budget(lengths: np.ndarray, a: np.ndarray, token_budget: int | None) -> np.ndarray:
@@ -82,7 +99,8 @@ def clip_to_budget(lengths: np.ndarray, a: np.ndarray, token_budget: int | None)
     positions = np.arange(a.shape[-1])
     chosen = np.where(positions < lengths[..., None], a, _INVALID)
     path = build_path(chosen[over])
-    trimmed = path.lengths(np.minimum(path.num_valid, token_budget))
+    budget = token_budget[over] if np.ndim(token_budget) else token_budget
+    trimmed = path.lengths(np.minimum(path.num_valid, budget))
     out = lengths.copy()
     out[over] = trimmed
     return out

@@ -37,30 +37,27 @@ def hardware_aware(inp: ScheduleInputs) -> np.ndarray:
     steps, num_requests, _ = inp.conf.shape
     if num_requests == 0:
         return np.zeros((steps, 0), dtype=np.int64)
-    path = build_path(survival(inp.conf, inp.max_len))
+    path = build_path(survival(inp.conf, inp.max_len), inp.num_requests)
     limit = cap(path.num_valid, inp.token_budget)
-    theta = path.gained / inp.verify_s(path.batch_tokens())
-    theta0 = num_requests / np.broadcast_to(inp.verify_s(np.array([[num_requests]])), (steps, 1))[:, 0]
-    previous = np.concatenate([theta0[:, None], theta[:, :-1]], axis=-1)
-    n = theta.shape[-1]
-    stop = (theta <= previous) | (np.arange(n)[None, :] >= limit[:, None])
+    theta = path.gained / path.seconds(inp.verify_s)  # [S, n + 1], Theta after admitting K = 0..n
+    n = theta.shape[-1] - 1
+    stop = (theta[:, 1:] <= theta[:, :-1]) | (np.arange(n)[None, :] >= limit[:, None])
     admitted = np.where(stop.any(axis=-1), stop.argmax(axis=-1), n)
     return path.lengths(admitted)
 
 
 def _budget_from(inp: ScheduleInputs, conf: np.ndarray, max_len: np.ndarray, *, with_draft: bool) -> np.ndarray:
     """The total budget K maximising the objective along the path built from ``conf`` (global argmax)."""
-    steps, num_requests, _ = conf.shape
-    path = build_path(survival(conf, max_len))
-    limit = cap(path.num_valid, inp.token_budget)
-    draft = np.broadcast_to(np.asarray(inp.draft_s, dtype=float), (steps,)) if with_draft else np.zeros(steps)
-    seconds = draft[:, None] + inp.verify_s(path.batch_tokens())
-    seconds0 = draft + np.broadcast_to(inp.verify_s(np.array([[num_requests]])), (steps, 1))[:, 0]
-    return argmax_budget(path.gained / seconds, num_requests / seconds0, limit)
+    steps = conf.shape[0]
+    path = build_path(survival(conf, max_len), inp.num_requests)
+    seconds = path.seconds(inp.verify_s)
+    if with_draft:
+        seconds = np.broadcast_to(np.asarray(inp.draft_s, dtype=float), (steps,))[:, None] + seconds
+    return argmax_budget(path.gained / seconds, cap(path.num_valid, inp.token_budget))
 
 
 def _top_k(inp: ScheduleInputs, budget: np.ndarray) -> np.ndarray:
-    path = build_path(survival(inp.conf, inp.max_len))
+    path = build_path(survival(inp.conf, inp.max_len), inp.num_requests)
     return path.lengths(np.minimum(budget, cap(path.num_valid, inp.token_budget)))
 
 
@@ -113,9 +110,7 @@ def oracle(inp: ScheduleInputs) -> np.ndarray:
     # every accepted candidate is worth exactly 1; fill position-major so that prefixes stay contiguous
     positions = np.arange(gamma)
     value = np.where(positions < will_accept[..., None], 1.0 - positions / (gamma + 1.0), -1.0)
-    path = build_path(value)
-    limit = cap(path.num_valid, inp.token_budget)
-    gained = num_requests + np.arange(1, path.values.shape[-1] + 1)[None, :]
-    objective = gained / inp.verify_s(path.batch_tokens())
-    objective0 = num_requests / np.broadcast_to(inp.verify_s(np.array([[num_requests]])), (steps, 1))[:, 0]
-    return path.lengths(argmax_budget(np.broadcast_to(objective, (steps, objective.shape[-1])), objective0, limit))
+    path = build_path(value, inp.num_requests)
+    anchors = path.anchors if np.ndim(path.anchors) == 0 else path.anchors[:, None]
+    gained = anchors + np.arange(path.values.shape[-1] + 1)[None, :]
+    return path.lengths(argmax_budget(gained / path.seconds(inp.verify_s), cap(path.num_valid, inp.token_budget)))

@@ -1,0 +1,135 @@
+"""Engine benchmarks: simulation speed and memory. Not part of the test suite.
+
+    python benchmarks/bench_engine.py              # all three
+    python benchmarks/bench_engine.py throughput   # or: azure, memory
+
+throughput  the dspark hardware_aware arm at 128 concurrent requests (closed loop), gamma 7: output tokens
+            simulated per wall-second of the arm (target: >= 1,000,000 on one core)
+azure       the Azure 2023 conversation trace (19,366 requests) at its recorded rate, every quickstart arm
+            (target: <= 10 s per arm)
+memory      1,000,000 requests through `simlab run` (two arms, results written): peak resident memory
+            (target: < 2 GiB)
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+PROFILE = "h100-sxm_qwen3-8b"
+PRESET = {"kind": "preset", "name": "qwen3-8b"}
+
+
+def _simulate(data: dict, jobs: int = 1) -> list:
+    from simlab.runner import build, simulate_all
+    from simlab.scenario import load_scenario
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "bench.yaml"
+        path.write_text(yaml.safe_dump(data, sort_keys=False))
+        built = build(load_scenario(path))
+        return simulate_all(built, jobs=jobs)
+
+
+def throughput() -> dict:
+    data = {
+        "name": "bench-throughput",
+        "seed": 1,
+        "workload": {"kind": "closed_loop", "concurrency": 128, "num_requests": 6000,
+                     "prompt_tokens": {"dist": "uniform", "low": 256, "high": 2048},
+                     "output_tokens": {"dist": "uniform", "low": 128, "high": 512},
+                     "domains": {"math": 0.3, "code": 0.3, "chat": 0.4}},
+        "hardware": PROFILE,
+        "engine": {"max_num_seqs": 256, "max_batch_tokens": 8192},
+        "acceptance": PRESET,
+        "arms": [{"name": "dspark-hw", "method": "dspark", "gamma": 7, "scheduler": {"kind": "hardware_aware"}}],
+    }
+    (outcome,) = _simulate(data)
+    m = outcome.metrics
+    tokens = int(outcome.requests.output_tokens.sum())
+    return {
+        "output_tokens": tokens,
+        "sim_wall_s": round(m["sim_wall_s"], 3),
+        "output_tokens_per_wall_s": round(tokens / m["sim_wall_s"]),
+        "mean_batch_requests": round(m["mean_batch_requests"], 1),
+        "engine_steps": m["num_steps"],
+        "tokens_per_round": round(m["spec_decode_acceptance_length"], 3),
+    }
+
+
+def azure() -> dict:
+    quickstart = yaml.safe_load((ROOT / "scenarios" / "quickstart.yaml").read_text())
+    data = {**quickstart, "name": "bench-azure",
+            "workload": {"kind": "trace", "path": "azure-conv-2023", "domains": quickstart["workload"]["domains"]}}
+    outcomes = _simulate(data)
+    return {o.name: {"sim_wall_s": round(o.metrics["sim_wall_s"], 2), "requests": o.metrics["completed"],
+                     "engine_steps": o.metrics["num_steps"]} for o in outcomes}
+
+
+def memory() -> dict:
+    data = {
+        "name": "bench-memory",
+        "seed": 3,
+        "workload": {"kind": "poisson", "rate": 400.0, "num_requests": 1_000_000,
+                     "prompt_tokens": {"dist": "uniform", "low": 32, "high": 512},
+                     "output_tokens": {"dist": "uniform", "low": 1, "high": 32},
+                     "domains": {"chat": 0.5, "code": 0.5}},
+        "hardware": PROFILE,
+        "engine": {"max_num_seqs": 256, "max_batch_tokens": 8192},
+        "acceptance": PRESET,
+        "arms": [{"name": "no-spec", "method": "none"},
+                 {"name": "dspark-hw", "method": "dspark", "gamma": 7, "scheduler": {"kind": "hardware_aware"}}],
+    }
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "memory.yaml"
+        path.write_text(yaml.safe_dump(data, sort_keys=False))
+        started = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "simlab", "run", str(path), "--out", str(Path(tmp) / "out"),
+                        "--quiet", "--jobs", "1"], check=True)
+        wall_s = time.perf_counter() - started
+        size_mb = sum(f.stat().st_size for f in (Path(tmp) / "out").iterdir()) / 2**20
+    peak_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    return {"requests": 1_000_000, "arms": 2, "peak_rss_mib": round(peak_kib / 1024, 1),
+            "wall_s": round(wall_s, 1), "results_mib": round(size_mb, 1)}
+
+
+BENCHMARKS = {"throughput": throughput, "azure": azure, "memory": memory}
+
+
+def main(names: list[str]) -> None:
+    results = {"machine": {"cpu": _cpu_name(), "cores": _cores(), "python": platform.python_version()}}
+    for name in names or list(BENCHMARKS):
+        started = time.perf_counter()
+        results[name] = BENCHMARKS[name]()
+        results[name]["benchmark_wall_s"] = round(time.perf_counter() - started, 1)
+        print(name, json.dumps(results[name], indent=1), flush=True)
+    print(json.dumps(results, indent=1))
+
+
+def _cpu_name() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def _cores() -> int:
+    import os
+
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

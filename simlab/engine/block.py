@@ -1,0 +1,227 @@
+"""A block: consecutive engine iterations of one replica, planned at once with numpy.
+
+A block's roster is the requests decoding at its start, plus those whose prefill completes in its first step
+(they decode from step 1). Requests leave the batch as they finish. No arrival, and no admission, happens inside
+a block, so its steps differ only in who is active, how long each may verify and how much context the batch reads.
+
+Draws do not depend on decisions, so they are made once per block; the scheduler runs over all steps at once.
+Its inputs at step k (who is active, each request's allowed length, the batch's context) depend on the tokens
+emitted before k, so the block is solved as a fixed point: a pass uses guessed emissions, and the steps whose
+inputs match those implied by the emissions it produced are exact. Step 0's inputs never depend on a guess, so
+a block commits at least one step, and the result equals stepping one iteration at a time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+
+from simlab.engine.decode import ArmPolicy, DecodeSet
+from simlab.schedulers import ScheduleInputs
+
+MAX_PASSES = 3
+
+
+@dataclass
+class Roster:
+    """The requests of a block: the decode set's rows, then the joiners (``join`` is the first decoding step)."""
+
+    request_id: np.ndarray
+    remaining: np.ndarray  # tokens still to emit
+    context: np.ndarray  # KV tokens held when decoding (starts)
+    steps: np.ndarray  # decode steps done before the block
+    request_logit: np.ndarray  # [N, G]
+    step_shift: np.ndarray
+    history: np.ndarray  # [N, lag, G]
+    join: np.ndarray
+    num_decoding: int  # rows that were decoding at the block's start
+
+    @classmethod
+    def build(cls, decode: DecodeSet, joiners: list[tuple[int, int, int, int]]) -> "Roster":
+        """``joiners``: (request id, domain, tokens to emit after the first, KV tokens after the first token)."""
+        columns = {name: getattr(decode, name).copy() for name in DecodeSet.COLUMNS}  # not views: commit rewrites
+        join = np.zeros(len(decode), dtype=np.int64)
+        if joiners:
+            count = len(joiners)
+            ids, domains, remaining, context = (np.array(c, dtype=np.int64) for c in zip(*joiners))
+            extra = {
+                "request_id": ids,
+                "remaining": remaining,
+                "context": context,
+                "steps": np.zeros(count, dtype=np.int64),
+                "request_logit": np.stack([decode.request_logit_of(int(r), int(d)) for r, d in zip(ids, domains)]),
+                "step_shift": np.zeros(count),
+                "history": np.zeros((count,) + decode.history.shape[1:]),
+            }
+            columns = {name: np.concatenate([columns[name], extra[name]]) for name in DecodeSet.COLUMNS}
+            join = np.concatenate([join, np.ones(count, dtype=np.int64)])
+        return cls(**columns, join=join, num_decoding=len(decode))
+
+    def __len__(self) -> int:
+        return len(self.request_id)
+
+    def columns(self) -> dict[str, np.ndarray]:
+        """The decode set's columns of every row."""
+        return {name: getattr(self, name) for name in DecodeSet.COLUMNS}
+
+
+@dataclass
+class Block:
+    """K planned steps of a roster; steps 0..num_exact-1 are exact."""
+
+    lengths: np.ndarray  # [K, N] verify lengths
+    accepted: np.ndarray  # [K, N]
+    emitted: np.ndarray  # [K, N] tokens emitted (0 where inactive)
+    active: np.ndarray  # [K, N] decoding at step k
+    context: np.ndarray  # [K] total KV tokens read by the decode part of each step
+    num_exact: int
+    conf: Optional[np.ndarray] = None  # [K, N, G]
+    step_shift: Optional[np.ndarray] = None  # [K, N]
+
+    @property
+    def anchors(self) -> np.ndarray:
+        """[K] requests decoding at each step."""
+        return self.active.sum(axis=1)
+
+    @property
+    def batch_tokens(self) -> np.ndarray:
+        """[K] decode/verify tokens of each step."""
+        return self.anchors + self.lengths.sum(axis=1)
+
+    def finish_step(self, roster: Roster) -> np.ndarray:
+        """[N] the step at whose end each request emits its last token (K if not in the block)."""
+        left = roster.remaining[None, :] - np.cumsum(self.emitted, axis=0)
+        done = self.active & (left <= 0)
+        return np.where(done.any(axis=0), done.argmax(axis=0), len(self.active))
+
+
+def plan_block(policy: ArmPolicy, roster: Roster, num_steps: int) -> Block:
+    """Plan up to ``num_steps`` steps of the roster (fewer are exact when inputs drift; at least one is)."""
+    decode_step = roster.steps[None, :] + np.arange(num_steps)[:, None] - roster.join[None, :]
+    joined = decode_step >= 0
+    inputs = _Inputs(policy, roster, joined)
+    if policy.gamma == 0:
+        emitted = inputs.plain_emissions()
+        active, _, context = inputs(emitted)
+        zeros = np.zeros_like(emitted)
+        return Block(zeros, zeros, emitted, active, context, num_steps)
+    draws = policy.draws.draw(
+        roster.request_id, roster.request_logit, np.maximum(decode_step, 0), joined, roster.step_shift
+    )
+    lagged = _lagged(policy, roster, draws.conf, decode_step) if policy.lag_steps else None
+    # first guess: every drafted position verified (what load-aware schedulers do at low load)
+    guess = np.where(joined, np.minimum(draws.true_accepted, policy.gamma) + 1, 0)
+    for _ in range(MAX_PASSES if num_steps > 1 else 1):
+        active, max_len, context = inputs(guess)
+        lengths = _schedule(policy, draws, active, max_len, context, lagged)
+        accepted = np.minimum(draws.true_accepted, lengths)
+        emitted = np.where(active, accepted + 1, 0)
+        if num_steps == 1:
+            num_exact, actual_context = 1, context
+            break
+        actual_active, actual_max_len, actual_context = inputs(emitted)
+        differs = (actual_max_len != max_len).any(axis=1) | (actual_active != active).any(axis=1)
+        if policy.reads_context:
+            differs |= actual_context != context
+        num_exact = int(differs.argmax()) if differs.any() else num_steps
+        if num_exact == num_steps:
+            break
+        guess = emitted
+    # costs read the context the emissions imply (the guess's may differ where decisions ignore context)
+    return Block(lengths, accepted, emitted, active, actual_context, num_exact, draws.conf, draws.step_shift)
+
+
+class _Inputs:
+    """A step's inputs implied by the emissions of the block's earlier steps."""
+
+    def __init__(self, policy: ArmPolicy, roster: Roster, joined: np.ndarray) -> None:
+        self.gamma = policy.gamma
+        self.roster = roster
+        self.joined = joined
+
+    def __call__(self, emitted: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """active [K, N], allowed lengths [K, N] and total context [K]."""
+        before = np.cumsum(emitted, axis=0) - emitted
+        left = self.roster.remaining[None, :] - before
+        active = self.joined & (left > 0)
+        max_len = np.where(active, np.minimum(left - 1, self.gamma), 0)
+        context = np.where(active, self.roster.context[None, :] + before, 0).sum(axis=1)
+        return active, max_len, context
+
+    def plain_emissions(self) -> np.ndarray:
+        """Without drafting every active request emits one token per step: emissions are known in advance."""
+        joined = self.joined
+        before = np.cumsum(joined, axis=0) - joined
+        return (joined & (self.roster.remaining[None, :] - before > 0)).astype(np.int64)
+
+
+def _schedule(policy: ArmPolicy, draws, active, max_len, context, lagged) -> np.ndarray:
+    num_rows = active.shape[1]
+    anchors = active.sum(axis=1)
+    varying = bool((anchors != num_rows).any())
+    batch = np.maximum(anchors, 1)  # a step with no request decoding schedules nothing; avoid 0/0
+    ctx = context[:, None].astype(float)
+    requests = batch[:, None] if varying else num_rows
+    cost = policy.cost
+    inputs = ScheduleInputs(
+        conf=draws.conf,
+        max_len=max_len,
+        verify_s=lambda batch_tokens: cost.verify_s(batch_tokens, ctx, requests),
+        draft_s=policy.draft_s(batch, context.astype(float)) if policy.scheduler.info.uses_draft_cost else 0.0,
+        token_budget=np.maximum(policy.max_batch_tokens - anchors, 0),
+        lagged_conf=lagged,
+        lagged_max_len=max_len if lagged is not None else None,
+        true_accepted=draws.true_accepted,
+        num_requests=batch if varying else None,
+    )
+    return policy.scheduler(inputs)
+
+
+def _lagged(policy: ArmPolicy, roster: Roster, conf: np.ndarray, decode_step: np.ndarray) -> np.ndarray:
+    """Each request's confidences ``lag`` decode steps before each step (the prior before it has any)."""
+    lag = policy.lag_steps
+    num_steps = conf.shape[0]
+    source = decode_step - lag  # [K, N]
+    rows = np.arange(len(roster))[None, :]
+    stored = roster.history[rows, source % lag]
+    lagged = np.where((source >= 0)[..., None], stored, policy.prior_conf)
+    if num_steps > lag:
+        # within the block: the request's own row `lag` steps earlier, once it had decoded there
+        in_block = (np.arange(lag, num_steps)[:, None] - lag >= roster.join[None, :])[..., None]
+        lagged[lag:] = np.where(in_block, conf[: num_steps - lag], lagged[lag:])
+    return lagged
+
+
+def commit_block(decode: DecodeSet, roster: Roster, block: Block, count: int) -> np.ndarray:
+    """Apply the first ``count`` steps: update the decode set (add joiners, drop finished requests).
+
+    Returns the roster rows that finished."""
+    emitted = block.emitted[:count].sum(axis=0)
+    active = block.active[:count]
+    state = {
+        "request_id": roster.request_id,
+        "remaining": roster.remaining - emitted,
+        "context": roster.context + emitted,
+        "steps": roster.steps + active.sum(axis=0),
+        "request_logit": roster.request_logit,
+        "step_shift": roster.step_shift,
+        "history": roster.history.copy(),
+    }
+    if block.step_shift is not None:
+        state["step_shift"] = np.where(active[-1], block.step_shift[count - 1], roster.step_shift)
+    lag = decode.policy.lag_steps
+    if lag and block.conf is not None:
+        first = max(0, count - lag)
+        steps = roster.steps[None, :] + np.arange(first, count)[:, None] - roster.join[None, :]
+        rows = np.broadcast_to(np.arange(len(roster))[None, :], steps.shape)
+        write = active[first:]
+        state["history"][rows[write], steps[write] % lag] = block.conf[first:count][write]
+    finished = state["remaining"] <= 0
+    kept = decode.num_rows_kept(finished[: roster.num_decoding])
+    decoding = slice(0, roster.num_decoding)
+    decode.overwrite({name: value[decoding][kept] for name, value in state.items()})
+    joined = ~finished[roster.num_decoding :]
+    decode.extend({name: value[roster.num_decoding :][joined] for name, value in state.items()})
+    return finished
