@@ -71,11 +71,13 @@ def _progress(console: Console, quiet: bool):
 def _mount_subcommands() -> None:
     from simlab.audit.cli import audit_command
     from simlab.hardware.cli import profiles_app
+    from simlab.real.cli import real_app
     from simlab.workload.cli import traces_app
 
     app.command("audit")(audit_command)
     app.add_typer(profiles_app, name="profiles", help="List and export hardware cost profiles.")
     app.add_typer(traces_app, name="traces", help="List and describe the shipped request traces.")
+    app.add_typer(real_app, name="real", help="Real mode: train, generate with and evaluate a small pair (needs torch).")
 
 
 def main() -> None:

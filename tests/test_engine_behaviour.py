@@ -129,6 +129,7 @@ def test_little_law_and_conservation_on_every_kind_of_run(tmp_path):
         for name, outcome in outcomes.items():
             m, req, steps = outcome.metrics, outcome.requests, outcome.steps
             assert m["completed"] == len(req), (label, name)
+            assert not req[["arrival_s", "first_token_s", "finish_s"]].isna().any().any(), (label, name)
             assert m["little_mean_in_system"] == pytest.approx(m["little_arrival_rate_x_mean_e2el"], rel=1e-9)
             # every output token is emitted exactly once: first by prefill, the rest by decode steps
             assert steps.emitted_tokens.sum() == (req.output_tokens - 1).sum(), (label, name)

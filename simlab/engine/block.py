@@ -14,6 +14,7 @@ a block commits at least one step, and the result equals stepping one iteration 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Optional
 
 import numpy as np
@@ -80,12 +81,12 @@ class Block:
     conf: Optional[np.ndarray] = None  # [K, N, G]
     step_shift: Optional[np.ndarray] = None  # [K, N]
 
-    @property
+    @cached_property
     def anchors(self) -> np.ndarray:
         """[K] requests decoding at each step."""
         return self.active.sum(axis=1)
 
-    @property
+    @cached_property
     def batch_tokens(self) -> np.ndarray:
         """[K] decode/verify tokens of each step."""
         return self.anchors + self.lengths.sum(axis=1)
@@ -168,7 +169,7 @@ def _schedule(policy: ArmPolicy, draws, active, max_len, context, lagged) -> np.
     inputs = ScheduleInputs(
         conf=draws.conf,
         max_len=max_len,
-        verify_s=lambda batch_tokens: cost.verify_s(batch_tokens, ctx, requests),
+        verify_s=_RowGroupedCost(cost, ctx, requests),
         draft_s=policy.draft_s(batch, context.astype(float)) if policy.scheduler.info.uses_draft_cost else 0.0,
         token_budget=np.maximum(policy.max_batch_tokens - anchors, 0),
         lagged_conf=lagged,
@@ -177,6 +178,27 @@ def _schedule(policy: ArmPolicy, draws, active, max_len, context, lagged) -> np.
         num_requests=batch if varying else None,
     )
     return policy.scheduler(inputs)
+
+
+class _RowGroupedCost:
+    """The verify cost of each step's batch-token curve, evaluated once per distinct curve (steps with the
+    same number of requests ask for the same batch range, whose location in a cost table is cached)."""
+
+    def __init__(self, cost, context: np.ndarray, requests) -> None:
+        self.cost, self.context, self.requests = cost, context, requests
+
+    def __call__(self, batch_tokens: np.ndarray) -> np.ndarray:
+        if batch_tokens.shape[0] == 1 or np.ndim(self.requests) == 0:
+            return self.cost.verify_s(batch_tokens, self.context, self.requests)
+        out = np.empty(np.broadcast_shapes(batch_tokens.shape, self.context.shape))
+        firsts = batch_tokens[:, 0]
+        for first in np.unique(firsts):
+            rows = np.flatnonzero(firsts == first)
+            curve = batch_tokens[rows[:1]]
+            if not (batch_tokens[rows] == curve).all():  # not one curve per request count: evaluate all at once
+                return self.cost.verify_s(batch_tokens, self.context, self.requests)
+            out[rows] = self.cost.verify_s(curve, self.context[rows], self.requests[rows])
+        return out
 
 
 def _lagged(policy: ArmPolicy, roster: Roster, conf: np.ndarray, decode_step: np.ndarray) -> np.ndarray:
@@ -200,6 +222,7 @@ def commit_block(decode: DecodeSet, roster: Roster, block: Block, count: int) ->
     Returns the roster rows that finished."""
     emitted = block.emitted[:count].sum(axis=0)
     active = block.active[:count]
+    lag = decode.policy.lag_steps
     state = {
         "request_id": roster.request_id,
         "remaining": roster.remaining - emitted,
@@ -207,11 +230,10 @@ def commit_block(decode: DecodeSet, roster: Roster, block: Block, count: int) ->
         "steps": roster.steps + active.sum(axis=0),
         "request_logit": roster.request_logit,
         "step_shift": roster.step_shift,
-        "history": roster.history.copy(),
+        "history": roster.history.copy() if lag else roster.history,
     }
     if block.step_shift is not None:
         state["step_shift"] = np.where(active[-1], block.step_shift[count - 1], roster.step_shift)
-    lag = decode.policy.lag_steps
     if lag and block.conf is not None:
         first = max(0, count - lag)
         steps = roster.steps[None, :] + np.arange(first, count)[:, None] - roster.join[None, :]
@@ -219,9 +241,9 @@ def commit_block(decode: DecodeSet, roster: Roster, block: Block, count: int) ->
         write = active[first:]
         state["history"][rows[write], steps[write] % lag] = block.conf[first:count][write]
     finished = state["remaining"] <= 0
-    kept = decode.num_rows_kept(finished[: roster.num_decoding])
-    decoding = slice(0, roster.num_decoding)
-    decode.overwrite({name: value[decoding][kept] for name, value in state.items()})
-    joined = ~finished[roster.num_decoding :]
-    decode.extend({name: value[roster.num_decoding :][joined] for name, value in state.items()})
+    if finished.any() or len(roster) > roster.num_decoding:
+        stays = ~finished
+        decode.overwrite({name: value[stays] for name, value in state.items()})
+    else:
+        decode.overwrite(state)
     return finished

@@ -111,15 +111,14 @@ class DecodeSet:
         self._size = size + count
         self._views()
 
-    @staticmethod
-    def num_rows_kept(finished: np.ndarray) -> np.ndarray:
-        """The rows that stay after a block (those not finished)."""
-        return ~finished
-
     def overwrite(self, columns: dict[str, np.ndarray]) -> None:
-        """Replace every row with ``columns`` (same length each, at most the current size)."""
+        """Replace every row with ``columns`` (every column of :attr:`COLUMNS`, the same length each)."""
         count = len(columns["request_id"])
+        store = self._store
+        if count > len(store["request_id"]):
+            for name, column in store.items():
+                store[name] = np.zeros((max(count, 2 * len(column)),) + column.shape[1:], dtype=column.dtype)
         for name in self.COLUMNS:
-            self._store[name][:count] = columns[name]
+            store[name][:count] = columns[name]
         self._size = count
         self._views()

@@ -106,9 +106,10 @@ class Replica:
         idle = np.flatnonzero(anchors[1:] == 0)  # everyone has finished: nothing left to step
         if idle.size:
             last = min(last, int(idle[0]))
-        finish_step = block.finish_step(roster)
-        if self._finish_ends_block() and (finish_step < len(anchors)).any():
-            last = min(last, int(finish_step.min()))
+        finish_step = None
+        if self._finish_ends_block():
+            finish_step = block.finish_step(roster)
+            last = min(last, int(finish_step.min(initial=last)))
         next_arrival = run.arrivals.next_arrival_s()
         if next_arrival < ends[last]:
             last = min(last, int(np.searchsorted(ends, next_arrival, side="left")))
@@ -120,7 +121,10 @@ class Replica:
             decode.extend(Roster.build(DecodeSet(policy, run.request_shift), prefill.joiners).columns())
         for request_id in [j[0] for j in prefill.joiners] + prefill.single_token:
             run.log.first_token_s[request_id] = ends[0]
-        done = [(float(ends[finish_step[i]]), int(roster.request_id[i])) for i in np.flatnonzero(finished)]
+        done = []
+        if finished.any():
+            finish_step = block.finish_step(roster) if finish_step is None else finish_step
+            done = [(float(ends[finish_step[i]]), int(roster.request_id[i])) for i in np.flatnonzero(finished)]
         done += [(float(ends[0]), request_id) for request_id in prefill.single_token]
         self._last_step_s = float(step_s[count - 1])
         return float(ends[count - 1]), lambda: self._release(sorted(done))

@@ -66,7 +66,7 @@ class Buckets:
             return np.asarray(batch_tokens, dtype=float)
         if isinstance(batch_tokens, np.ndarray) and batch_tokens.dtype.kind in "iu":
             largest = len(self._padded) - 1
-            padded = self._padded[np.clip(batch_tokens, 0, largest)]
+            padded = self._padded[np.minimum(np.maximum(batch_tokens, 0), largest)]
             return np.where(batch_tokens > largest, batch_tokens, padded)
         b = np.asarray(batch_tokens, dtype=float)
         index = np.minimum(np.searchsorted(self._sizes_arr, b, side="left"), len(self.sizes) - 1)

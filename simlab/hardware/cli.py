@@ -21,6 +21,7 @@ from simlab.hardware.catalog import SHIPPED_GPUS
 from simlab.hardware.export import ExportSettings, sps_dict, table_dict, write_sps, write_table
 from simlab.hardware.profiles import build_cost_model, check_is_table, load_profile, shipped_profiles
 from simlab.hardware.roofline import build_roofline
+from simlab.hardware.table import TableCostModel
 from simlab.hardware.specs import GPUS, MODELS
 from simlab.resources import is_bare_name
 from simlab.validation import validate
@@ -109,11 +110,21 @@ def export_command(
                         max_batch_tokens=max_batch_tokens)
         write_sps(out, data)
         typer.echo(f"wrote {out}: SGLang SPS table of {cost_model.name}, {len(data['sample_batch_tokens'])} batch "
-                   f"sizes up to {data['max_batch_tokens']}, at {context_tokens} context tokens per step")
+                   f"sizes up to {data['max_batch_tokens']}, at {context_tokens} context tokens per step"
+                   + _context_note(cost_model, context_tokens))
         return
     settings = ExportSettings(max_batch_tokens=max_batch_tokens, query_tokens_per_request=query_tokens)
     write_table(out, table_dict(cost_model, settings, generator="simlab profiles export"))
     typer.echo(f"wrote {out}: cost table of {cost_model.name}")
+
+
+def _context_note(cost_model: CostModel, context_tokens: int) -> str:
+    """For a table measured at some contexts only: say when the SPS context lies outside them."""
+    rows = cost_model.config.verify.context_tokens if isinstance(cost_model, TableCostModel) else None
+    if not rows or rows[0] <= context_tokens <= rows[-1]:
+        return ""
+    return (f" (outside the table's contexts {rows[0]}..{rows[-1]}: the nearest row is used; pass "
+            "--context-tokens within them)")
 
 
 def resolve_source(source: str, *, tensor_parallel: Optional[int] = None) -> CostModel:

@@ -60,7 +60,8 @@ class Grid:
     ``values[i][j]`` is the value at ``rows[i]``, ``cols[j]``.
     """
 
-    __slots__ = ("rows", "cols", "values", "_row_curves", "_rows_arr", "_cols_arr", "_values_arr", "_located")
+    __slots__ = ("rows", "cols", "values", "_row_curves", "_rows_arr", "_cols_arr", "_values_arr", "_values_flat",
+                 "_located")
 
     def __init__(self, rows: Sequence[float], cols: Sequence[float], values: Sequence[Sequence[float]]) -> None:
         if len(values) != len(rows) or any(len(v) != len(cols) for v in values):
@@ -79,6 +80,7 @@ class Grid:
         if cols_arr.size == 1:
             cols_arr, values_arr = np.append(cols_arr, cols_arr[0] + 1.0), np.hstack([values_arr, values_arr])
         self._rows_arr, self._cols_arr, self._values_arr = rows_arr, cols_arr, values_arr
+        self._values_flat = np.ascontiguousarray(values_arr).ravel()
         self._located: dict[bytes, tuple[np.ndarray, np.ndarray]] = {}
 
     def at(self, row: float, col: float) -> float:
@@ -133,14 +135,19 @@ class Grid:
             return low + (blended[:, j + 1] - low) * wc
         i, wr = _locate(self._rows_arr, row)
         j, wc = _locate(self._cols_arr, col)
-        top = z[i, j] + (z[i, j + 1] - z[i, j]) * wc
-        bottom = z[i + 1, j] + (z[i + 1, j + 1] - z[i + 1, j]) * wc
+        flat, width = self._values_flat, z.shape[1]
+        corner = i * width + j
+        z00, z01 = flat[corner], flat[corner + 1]
+        z10, z11 = flat[corner + width], flat[corner + width + 1]
+        top = z00 + (z01 - z00) * wc
+        bottom = z10 + (z11 - z10) * wc
         return top + (bottom - top) * wr
 
 
 def _locate(axis: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Index ``i`` of the cell ``[axis[i], axis[i+1]]`` holding each ``x`` (clamped) and the weight of ``i+1``."""
-    clipped = np.clip(x, axis[0], axis[-1])
-    i = np.clip(np.searchsorted(axis, clipped, side="right") - 1, 0, axis.size - 2)
-    w = (clipped - axis[i]) / (axis[i + 1] - axis[i])
+    clipped = np.minimum(np.maximum(x, axis[0]), axis[-1])
+    i = np.minimum(np.maximum(np.searchsorted(axis, clipped, side="right") - 1, 0), axis.size - 2)
+    low = axis[i]
+    w = (clipped - low) / (axis[i + 1] - low)
     return i, w

@@ -123,8 +123,17 @@ def _roofline_table(cm: RooflineCostModel, s: ExportSettings, *, generator: str,
 
 def sps_dict(cm: CostModel, *, context_tokens: float = 0.0, query_tokens_per_request: float = 4.0,
              max_batch_tokens: int = 8192) -> dict[str, Any]:
-    """SGLang's SPS table: target steps per second at each batch size, at ``context_tokens`` total KV tokens."""
-    batch = batch_grid(cm, max_batch_tokens)
+    """SGLang's SPS table: target steps per second at each batch size, at ``context_tokens`` total KV tokens.
+
+    A table (a measured profile, say) is sampled at its own batch sizes too, and only up to its largest one: beyond
+    it a table is flat, which no measurement supports.
+    """
+    if isinstance(cm, TableCostModel):
+        measured = cm.config.verify.batch_tokens
+        max_batch_tokens = min(max_batch_tokens, max(measured))
+        batch = sorted(set(batch_grid(cm, max_batch_tokens)) | {b for b in measured if b <= max_batch_tokens})
+    else:
+        batch = batch_grid(cm, max_batch_tokens)
     b = np.asarray(batch, dtype=float)
     seconds = cm.verify_s(b, np.full(b.shape, float(context_tokens)), np.maximum(1.0, b / query_tokens_per_request))
     return {
