@@ -26,6 +26,7 @@ def run(
     seed: Optional[int] = typer.Option(None, "--seed", help="Override the scenario's seed."),
     jobs: Optional[int] = typer.Option(None, "--jobs", "-j", min=1, help="Arms simulated in parallel (default: CPUs)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar and no table."),
+    plot: bool = typer.Option(True, "--plot/--no-plot", help="Also write report.png into the results folder."),
 ) -> None:
     """Simulate every arm of SCENARIO, print a comparison table and write the results folder."""
     from simlab.runner import build, default_jobs, simulate_all, summary_document
@@ -46,17 +47,39 @@ def run(
         )
     summary = summary_document(built, outcomes)
     out_dir = out if out is not None else Path("results") / loaded.scenario.name
-    write_results(
-        out_dir, summary,
-        pd.concat([o.requests for o in outcomes], ignore_index=True),
-        pd.concat([o.steps for o in outcomes], ignore_index=True),
-    )
+    requests = pd.concat([o.requests for o in outcomes], ignore_index=True)
+    steps = pd.concat([o.steps for o in outcomes], ignore_index=True)
+    extra = {}
+    if plot:
+        from simlab.report import render_png
+
+        extra["report.png"] = render_png(summary, requests, steps)
+    write_results(out_dir, summary, requests, steps, extra_files=extra)
     if not quiet:
         stdout = Console()
         if not stdout.is_terminal:
             stdout = Console(width=160)
         stdout.print(arms_table(f"{loaded.scenario.name}: {total} requests", summary["arms"]))
         stdout.print(f"results: {out_dir}/")
+
+
+@app.command()
+def report(
+    results: Path = typer.Argument(..., help="A results folder written by `simlab run`."),
+    out: Optional[Path] = typer.Option(None, "--out", help="PNG file to write (default: RESULTS/report.png)."),
+) -> None:
+    """Draw the report figure of a results folder again and print its comparison table."""
+    from simlab.report import load_results, render_png
+    from simlab.table import arms_table
+
+    summary, requests, steps = load_results(results)
+    target = out if out is not None else results / "report.png"
+    payload = render_png(summary, requests, steps)
+    tmp = target.with_name(f".{target.name}.tmp")
+    tmp.write_bytes(payload)
+    tmp.replace(target)
+    Console(width=160).print(arms_table(summary["scenario"]["name"], summary["arms"]))
+    Console().print(f"figure: {target}")
 
 
 def _progress(console: Console, quiet: bool):
@@ -68,13 +91,21 @@ def _progress(console: Console, quiet: bool):
     )
 
 
+_MOUNTED: list[bool] = []
+
+
 def _mount_subcommands() -> None:
+    if _MOUNTED:
+        return
+    _MOUNTED.append(True)
     from simlab.audit.cli import audit_command
     from simlab.hardware.cli import profiles_app
     from simlab.real.cli import real_app
+    from simlab.real.profile_cli import profile_command
     from simlab.workload.cli import traces_app
 
     app.command("audit")(audit_command)
+    app.command("profile")(profile_command)
     app.add_typer(profiles_app, name="profiles", help="List and export hardware cost profiles.")
     app.add_typer(traces_app, name="traces", help="List and describe the shipped request traces.")
     app.add_typer(real_app, name="real", help="Real mode: train, generate with and evaluate a small pair (needs torch).")
@@ -93,10 +124,9 @@ def main() -> None:
         sys.exit(130)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
-    except Exception as exc:  # click usage errors carry their own exit code
-        import click
-
-        if isinstance(exc, click.exceptions.ClickException):
+    except Exception as exc:
+        # usage errors (typer's bundled click): they print their own message and carry their exit code
+        if hasattr(exc, "exit_code") and hasattr(exc, "show"):
             exc.show()
             sys.exit(exc.exit_code)
         raise

@@ -21,7 +21,19 @@ PROFILES = REPO / "hw_profiles"
 def test_every_catalogue_profile_is_shipped_and_nothing_else():
     names = {profile_name(*spec) for spec in shipped_specs()}
     assert "h100-sxm_qwen3-8b" in names and "h100-sxm_llama-3-70b-tp4" in names and len(names) == 24
-    assert {p.stem for p in PROFILES.glob("*.yaml")} == names
+    assert {p.stem for p in PROFILES.glob("*.yaml") if not p.stem.endswith("_measured")} == names
+
+
+def test_measured_profiles_load_and_say_how_they_were_measured():
+    from simlab.hardware import build_cost_model
+
+    for path in PROFILES.glob("*_measured.yaml"):
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        provenance = data["provenance"]
+        assert provenance["measured"] is True, path.name
+        assert provenance.get("device") and "torch" in str(provenance["device"]), path.name
+        model = build_cost_model(path.stem, base_dir=PROFILES, file=path)
+        assert model.verify_s(1, 0.0, 1) > 0
 
 
 @pytest.mark.parametrize("spec", shipped_specs(), ids=lambda s: profile_name(*s))

@@ -1,0 +1,198 @@
+"""``simlab real``: commands for real mode. torch is imported inside the commands only, so that
+``import simlab`` and ``simlab --help`` work without it."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+real_app = typer.Typer(
+    name="real", no_args_is_help=True,
+    help="Real mode: PyTorch target + DFlash/DSpark drafter, lossless batched speculative decoding.",
+)
+
+SCHEDULERS = ("fixed", "threshold", "hardware_aware", "async_topk", "goodput")
+
+
+def _fail(message: str) -> None:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(2)
+
+
+def _prepare_torch(threads: Optional[int]) -> None:
+    """Import torch (clear error without it). On a CPU shared with other processes, OpenMP threads that
+    spin while waiting make every step several times slower, so they are told to sleep instead, unless the
+    environment says otherwise (this only takes effect if torch was not imported before)."""
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    try:
+        import torch
+    except ImportError:
+        _fail("real mode needs torch: pip install 'simlab[real]'")
+    if threads:
+        torch.set_num_threads(threads)
+
+
+def _scheduler(kind: str, threshold: float, lag_steps: int):
+    from simlab.schedulers import make_scheduler
+
+    if kind not in SCHEDULERS:
+        _fail(f"--scheduler {kind!r} is not valid; choose one of {', '.join(SCHEDULERS)}")
+    if kind == "threshold":
+        if not 0.0 < threshold < 1.0:
+            _fail(f"--threshold {threshold} must be in (0, 1)")
+        return make_scheduler(kind, threshold=threshold)
+    if kind in ("async_topk", "goodput"):
+        return make_scheduler(kind, lag_steps=lag_steps)
+    return make_scheduler(kind)
+
+
+def _load(pair_dir: Optional[Path]):
+    from simlab.real.pair import load_pair
+
+    try:
+        return load_pair(pair_dir)
+    except (FileNotFoundError, ValueError) as error:
+        _fail(str(error))
+
+
+@real_app.command()
+def train(
+    out: Path = typer.Option(Path("real_pair"), help="Folder for the trained pair."),
+    seed: int = typer.Option(0, help="Seed of initialisation and data order."),
+    minutes: float = typer.Option(9.0, min=1.0, help="Wall-clock budget of the whole command."),
+    preset: str = typer.Option("small", help="Target preset (tiny or small)."),
+    target_steps: Optional[int] = typer.Option(None, min=1, help="Fixed target steps instead of the time budget."),
+    drafter_steps: Optional[int] = typer.Option(None, min=1, help="Fixed drafter steps instead of the time budget."),
+    threads: Optional[int] = typer.Option(None, min=1, help="torch CPU threads (default: torch's choice)."),
+) -> None:
+    """Train a small target on the stdlib's .py sources, then a DSpark drafter, and measure tau at gamma 7."""
+    if preset not in ("tiny", "small"):
+        _fail(f"--preset {preset!r}: only the CPU-trainable presets tiny and small can be trained here")
+    _prepare_torch(threads)
+    from simlab.real.recipe import train_pair
+
+    command = "simlab real " + " ".join(shlex.quote(a) for a in sys.argv[sys.argv.index("train"):]) \
+        if "train" in sys.argv else f"simlab real train --out {out} --seed {seed} --minutes {minutes}"
+    metrics = train_pair(out, seed=seed, minutes=minutes, preset=preset, target_steps=target_steps,
+                         drafter_steps=drafter_steps, command=command, log=typer.echo)
+    typer.echo(f"wrote {out} in {metrics['total_seconds']} s")
+
+
+@real_app.command()
+def generate(
+    prompt: str = typer.Option("def ", help="Prompt text (byte-level tokenizer)."),
+    gamma: int = typer.Option(7, min=0, max=16, help="Drafted positions per round (0: plain decoding)."),
+    max_new_tokens: int = typer.Option(200, min=1),
+    temperature: float = typer.Option(0.0, min=0.0),
+    scheduler: str = typer.Option("fixed", help=f"Verify-length scheduler: {', '.join(SCHEDULERS)}."),
+    threshold: float = typer.Option(0.5, help="Confidence threshold of the threshold scheduler."),
+    lag_steps: int = typer.Option(2, min=1, help="Lag of async_topk / goodput."),
+    seed: int = typer.Option(0),
+    pair: Optional[Path] = typer.Option(None, help="Pair folder (default: the shipped pair)."),
+    threads: Optional[int] = typer.Option(None, min=1),
+) -> None:
+    """Generate from a prompt with speculative decoding and print the text, tau and tokens/s."""
+    _prepare_torch(threads)
+    from simlab.real.engine import EngineConfig, Request, SpeculativeEngine
+
+    policy = _scheduler(scheduler, threshold, lag_steps)
+    loaded = _load(pair)
+    prompt_ids = tuple(loaded.tokenizer.encode_document(prompt))
+    cost = None
+    if policy.info.uses_cost:
+        from simlab.real.profile import profile_verify_cost
+
+        cost = profile_verify_cost(loaded.target, max_num_seqs=1, max_batch_tokens=gamma + 1)
+    config = EngineConfig(gamma=gamma, temperature=temperature, max_num_seqs=1,
+                          max_seq_len=len(prompt_ids) + max_new_tokens + 1, seed=seed,
+                          eos_token_id=loaded.tokenizer.eos_id)
+    result = SpeculativeEngine(loaded.target, loaded.drafter if gamma else None, policy, config, cost).run(
+        [Request(id=0, prompt_ids=prompt_ids, max_new_tokens=max_new_tokens)])
+    typer.echo(prompt + loaded.tokenizer.decode(result.outputs[0]))
+    typer.echo(f"--- {len(result.outputs[0])} tokens, tau {result.tau:.2f}, {result.output_tokens_per_s:.0f} tok/s",
+               err=True)
+
+
+@real_app.command("eval")
+def evaluate(
+    gamma: int = typer.Option(7, min=0, max=16),
+    temperature: float = typer.Option(1.0, min=0.0),
+    num_prompts: int = typer.Option(32, min=1),
+    prompt_len: int = typer.Option(64, min=1),
+    max_new_tokens: int = typer.Option(128, min=1),
+    max_num_seqs: int = typer.Option(16, min=1),
+    scheduler: str = typer.Option("fixed", help=f"Verify-length scheduler: {', '.join(SCHEDULERS)}."),
+    threshold: float = typer.Option(0.5),
+    lag_steps: int = typer.Option(2, min=1),
+    seed: int = typer.Option(0),
+    pair: Optional[Path] = typer.Option(None, help="Pair folder (default: the shipped pair)."),
+    out: Optional[Path] = typer.Option(None, help="Write requests.csv, steps.csv, request_steps.csv here."),
+    threads: Optional[int] = typer.Option(None, min=1),
+) -> None:
+    """Measure tau (bonus included) on held-out stdlib prompts; optionally write the engine's records."""
+    _prepare_torch(threads)
+    from simlab.real.corpus import load_corpus
+    from simlab.real.engine import EngineConfig, SpeculativeEngine
+    from simlab.real.evaluate import heldout_requests
+
+    policy = _scheduler(scheduler, threshold, lag_steps)
+    loaded = _load(pair)
+    cost = None
+    if policy.info.uses_cost:
+        from simlab.real.profile import profile_verify_cost
+
+        cost = profile_verify_cost(loaded.target, max_num_seqs=max_num_seqs,
+                                   max_batch_tokens=max_num_seqs * (gamma + 1))
+    corpus = load_corpus()
+    requests = heldout_requests(corpus.validation, num_prompts=num_prompts, prompt_len=prompt_len,
+                                max_new_tokens=max_new_tokens, seed=seed)
+    config = EngineConfig(gamma=gamma, temperature=temperature, max_num_seqs=max_num_seqs,
+                          max_seq_len=prompt_len + max_new_tokens + 1, seed=seed, arm=f"{scheduler}-g{gamma}")
+    result = SpeculativeEngine(loaded.target, loaded.drafter if gamma else None, policy, config, cost).run(requests)
+    summary = {
+        "tau": result.tau, "standard_error": result.tau_standard_error, "num_rounds": result.num_rounds,
+        "per_position_acceptance": [round(float(x), 4) for x in result.per_position_acceptance()],
+        "mean_verify_tokens_per_step": float(result.steps.loc[result.steps.kind == "decode", "verify_tokens"].mean()),
+        "output_tokens_per_s": result.output_tokens_per_s, "wall_s": result.wall_s,
+    }
+    typer.echo(json.dumps(summary, indent=2))
+    if out is not None:
+        result.write(out)
+        typer.echo(f"wrote {out}/requests.csv, steps.csv, request_steps.csv", err=True)
+
+
+@real_app.command()
+def measure(
+    pair: Optional[Path] = typer.Option(None, help="Pair folder (default: the shipped pair)."),
+    threads: Optional[int] = typer.Option(None, min=1),
+) -> None:
+    """Repeat a pair's recorded held-out measurement and rewrite its metrics.json tau section and README."""
+    _prepare_torch(threads)
+    from simlab.real.pair import default_pair_dir
+    from simlab.real.recipe import remeasure_pair
+
+    folder = pair or default_pair_dir()
+    if not (folder / "metrics.json").exists():
+        _fail(f"{folder} has no metrics.json to repeat")
+    remeasure_pair(folder, log=typer.echo)
+    typer.echo(f"rewrote {folder}/metrics.json and README.md")
+
+
+@real_app.command()
+def info() -> None:
+    """List the target presets with their parameter counts and KV bytes per token (no torch needed)."""
+    from simlab.real.config import TARGET_PRESETS
+
+    for name, config in TARGET_PRESETS.items():
+        typer.echo(f"{name:10s} {config.num_parameters / 1e6:12.2f} M parameters  "
+                   f"{config.num_hidden_layers:3d} layers  hidden {config.hidden_size:5d}  "
+                   f"KV {config.kv_bytes_per_token()} bytes/token (bf16)")
+
+
+__all__ = ["real_app"]

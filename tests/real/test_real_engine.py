@@ -1,0 +1,221 @@
+"""The batched speculative engine: lossless (greedy equality, sampling distribution), records, errors."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pandas as pd
+import pytest
+
+torch = pytest.importorskip("torch")
+from scipy import stats  # noqa: E402
+
+from simlab.real.engine import EngineConfig, Request, SpeculativeEngine  # noqa: E402
+from simlab.real.generate import plain_generate  # noqa: E402
+from simlab.real.records import REQUEST_COLUMNS, STEP_COLUMNS  # noqa: E402
+from simlab.schedulers import make_scheduler  # noqa: E402
+
+from .models import build_pair  # noqa: E402
+
+ALPHA = 1e-6
+
+
+def step_cost(batch_tokens):
+    """A jagged verify cost (a step every 4 tokens), like CUDA-graph buckets."""
+    return 0.01 + 0.002 * np.ceil(np.asarray(batch_tokens, dtype=float) / 4.0)
+
+
+def _requests(seed=0, num=5, vocab=259):
+    gen = torch.Generator().manual_seed(seed)
+    lengths = [3, 11, 1, 7, 5, 9, 2][:num]
+    budgets = [17, 6, 23, 1, 12, 9, 30][:num]
+    return [Request(id=10 + i, prompt_ids=tuple(torch.randint(0, vocab, (n,), generator=gen).tolist()),
+                    max_new_tokens=b) for i, (n, b) in enumerate(zip(lengths, budgets))]
+
+
+SCHEDULERS = [
+    ("fixed", {}),
+    ("threshold", {"threshold": 0.45}),
+    ("threshold", {"threshold": 0.3, "cumulative": True}),
+    ("hardware_aware", {}),
+    ("async_topk", {"lag_steps": 2}),
+    ("goodput", {"lag_steps": 0}),
+    ("goodput", {"lag_steps": 1}),
+]
+
+
+@pytest.mark.parametrize("kind,params", SCHEDULERS, ids=[f"{k}{p}" for k, p in SCHEDULERS])
+def test_greedy_engine_output_is_the_targets_greedy_output(pair64, kind, params):
+    target, drafter = pair64
+    requests = _requests()
+    reference = plain_generate(target, [r.prompt_ids for r in requests], [r.max_new_tokens for r in requests])
+    engine = SpeculativeEngine(target, drafter, make_scheduler(kind, **params),
+                               EngineConfig(gamma=4, max_num_seqs=3, max_seq_len=48), verify_cost=step_cost)
+    result = engine.run(requests)
+    for request, expected in zip(requests, reference):
+        assert result.outputs[request.id] == expected
+    rounds = result.request_steps
+    assert rounds["accepted_len"].sum() > 0  # drafts were accepted, not only bonus tokens
+    if kind != "fixed":  # the policy really cut some blocks short
+        assert (rounds["verify_len"] < rounds["max_len"]).any()
+    assert (rounds["verify_len"] <= rounds["max_len"]).all()
+
+
+@pytest.mark.parametrize("layout", ["dspark", "dflash"])
+def test_greedy_equality_for_both_layouts_and_plain_decoding(layout):
+    target, drafter = build_pair(7, layout=layout, drafter_changes={} if layout == "dspark"
+                                 else {"markov_rank": 0, "confidence_head": False})
+    requests = _requests(seed=1, num=4)
+    reference = plain_generate(target, [r.prompt_ids for r in requests], [r.max_new_tokens for r in requests])
+    for engine in (SpeculativeEngine(target, drafter, config=EngineConfig(gamma=6, max_num_seqs=4, max_seq_len=48)),
+                   SpeculativeEngine(target, None, config=EngineConfig(gamma=6, max_num_seqs=2, max_seq_len=48))):
+        result = engine.run(requests)
+        assert [result.outputs[r.id] for r in requests] == reference
+
+
+def test_eos_stops_a_request(pair64):
+    target, drafter = pair64
+    requests = _requests(seed=2, num=3)
+    reference = plain_generate(target, [r.prompt_ids for r in requests], [r.max_new_tokens for r in requests])
+    eos = reference[0][min(4, len(reference[0]) - 1)]
+    result = SpeculativeEngine(target, drafter, config=EngineConfig(gamma=4, eos_token_id=eos, max_seq_len=48)).run(
+        requests)
+    for request, expected in zip(requests, reference):
+        cut = expected[: expected.index(eos) + 1] if eos in expected else expected
+        assert result.outputs[request.id] == cut
+
+
+def test_records(pair64, tmp_path):
+    target, drafter = pair64
+    requests = [Request(r.id, r.prompt_ids, r.max_new_tokens, arrival_s=0.01 * i, domain="code")
+                for i, r in enumerate(_requests(seed=3))]
+    engine = SpeculativeEngine(target, drafter, make_scheduler("hardware_aware"),
+                               EngineConfig(gamma=4, max_num_seqs=2, max_seq_len=48, arm="hw"), verify_cost=step_cost)
+    result = engine.run(requests)
+    assert list(result.requests.columns) == list(REQUEST_COLUMNS)
+    assert list(result.steps.columns) == list(STEP_COLUMNS)
+    assert (result.requests["arm"] == "hw").all() and (result.steps["arm"] == "hw").all()
+    rounds = result.request_steps
+    by_request = rounds.groupby("id")
+    frame = result.requests.set_index("id")
+    for request in requests:
+        row = frame.loc[request.id]
+        assert row["output_tokens"] == len(result.outputs[request.id]) == request.max_new_tokens
+        assert row["prompt_tokens"] == len(request.prompt_ids)
+        assert row["arrival_s"] <= row["first_token_s"] <= row["finish_s"]
+        emitted = by_request["emitted_tokens"].sum().get(request.id, 0)
+        assert emitted == row["output_tokens"] - 1  # the prefill emitted the first token
+        assert row["steps"] == by_request.size().get(request.id, 0)
+    # emitted = accepted + 1 (no EOS here); steps aggregate their request rows
+    assert (rounds["emitted_tokens"] == rounds["accepted_len"] + 1).all()
+    decode = result.steps[result.steps["kind"] == "decode"].reset_index(drop=True)
+    per_step = rounds.groupby("t_s", sort=True)[["verify_len", "accepted_len"]].sum().reset_index(drop=True)
+    assert decode["verify_tokens"].tolist() == per_step["verify_len"].tolist()
+    assert decode["accepted_tokens"].tolist() == per_step["accepted_len"].tolist()
+    assert (decode["batch_tokens"] == decode["num_requests"] + decode["verify_tokens"]).all()
+    assert (result.steps["step_s"] > 0).all() and result.steps["t_s"].is_monotonic_increasing
+    # per-position columns: confidences in (0, 1); analytic acceptance in [0, 1] exactly where verified
+    gamma = 4
+    conf = rounds[[f"conf_{k + 1}" for k in range(gamma)]].to_numpy()
+    prob = rounds[[f"accept_prob_{k + 1}" for k in range(gamma)]].to_numpy()
+    assert ((conf > 0) & (conf < 1)).all()
+    verified = np.arange(gamma)[None, :] < rounds["verify_len"].to_numpy()[:, None]
+    assert np.isnan(prob[~verified]).all() and ((prob[verified] >= 0) & (prob[verified] <= 1)).all()
+    # at temperature 0 the analytic acceptance of a verified position is 1 exactly when the draft matched
+    accepted_at = np.arange(gamma)[None, :] < rounds["accepted_len"].to_numpy()[:, None]
+    assert (prob[accepted_at] == 1).all()
+    result.write(tmp_path)
+    for name in ("requests", "steps", "request_steps"):
+        back = pd.read_csv(tmp_path / f"{name}.csv")
+        assert len(back) == len(getattr(result, name))
+
+
+def test_token_budget_caps_batch_tokens(pair64):
+    target, drafter = pair64
+    budget = 9
+    result = SpeculativeEngine(target, drafter, make_scheduler("fixed"),
+                               EngineConfig(gamma=4, max_num_seqs=4, max_seq_len=48, max_num_batched_tokens=budget)
+                               ).run(_requests(seed=4, num=4))
+    decode = result.steps[result.steps["kind"] == "decode"]
+    assert (decode["batch_tokens"] <= budget).all() and (decode["batch_tokens"] == budget).any()
+
+
+def test_sampled_outputs_do_not_depend_on_the_batch():
+    target, drafter = build_pair(8, logit_scale=3.0)
+    requests = _requests(seed=5, num=4)
+    config = EngineConfig(gamma=4, temperature=1.0, max_num_seqs=4, max_seq_len=48, seed=3)
+    together = SpeculativeEngine(target, drafter, config=config).run(requests).outputs
+    for request in requests:
+        alone = SpeculativeEngine(target, drafter, config=config).run([request]).outputs
+        assert alone[request.id] == together[request.id]
+    other_seed = SpeculativeEngine(target, drafter, config=EngineConfig(**{**config.__dict__, "seed": 4})).run(requests)
+    assert other_seed.outputs != together
+
+
+def _pooled_chi_square_p(counts: np.ndarray, probs: np.ndarray, min_expected: float = 5.0) -> float:
+    """Chi-square p-value with the cells expected below ``min_expected`` pooled into one."""
+    n = counts.sum()
+    expected = n * probs / probs.sum()
+    small = expected < min_expected
+    observed = np.append(counts[~small], counts[small].sum())
+    expected = np.append(expected[~small], expected[small].sum())
+    keep = expected > 0
+    assert observed[~keep].sum() == 0
+    return float(stats.chisquare(observed[keep], expected[keep]).pvalue)
+
+
+def test_sampled_engine_output_follows_the_target_distribution():
+    """4000 requests of 4 new tokens on an 8-token vocabulary: the first four output tokens are distributed
+    as the target's own sampling (computed exactly by enumerating all 8^3 prefixes)."""
+    vocab, num_requests, num_new = 8, 4000, 4
+    target, drafter = build_pair(9, target_changes={"vocab_size": vocab}, drafter_changes={"markov_rank": 8},
+                                 logit_scale=2.5)
+    prompt = (3, 5)
+    with torch.no_grad():
+        prefixes = torch.tensor(list(itertools.product(range(vocab), repeat=num_new - 1)))
+        ids = torch.cat([torch.tensor(prompt).expand(len(prefixes), -1), prefixes], dim=1)
+        probs = torch.softmax(target.logits(target(ids).hidden), dim=-1).numpy()  # [512, 5, V]
+    # joint law of (t1, t2, t3, t4)
+    p1 = probs[0, 1]
+    joint = np.zeros((vocab,) * num_new)
+    for index, (a, b, c) in enumerate(prefixes.tolist()):
+        joint[a, b, c, :] = p1[a] * probs[index, 2, b] * probs[index, 3, c] * probs[index, 4]
+    assert joint.sum() == pytest.approx(1.0)
+    requests = [Request(id=i, prompt_ids=prompt, max_new_tokens=num_new) for i in range(num_requests)]
+    result = SpeculativeEngine(target, drafter, config=EngineConfig(
+        gamma=3, temperature=1.0, max_num_seqs=num_requests, max_seq_len=8, seed=11)).run(requests)
+    outputs = np.array([result.outputs[i] for i in range(num_requests)])
+    rounds = result.request_steps
+    assert 0 < rounds["accepted_len"].sum() < rounds["verify_len"].sum()  # both acceptances and rejections
+    p_values = {}
+    for axes in [(1,), (2,), (3,), (1, 2), (2, 3)]:
+        marginal = joint.sum(axis=tuple(a for a in range(num_new) if a not in axes)).ravel()
+        cells = np.ravel_multi_index(tuple(outputs[:, a] for a in axes), (vocab,) * len(axes))
+        counts = np.bincount(cells, minlength=vocab ** len(axes))
+        p_values[axes] = _pooled_chi_square_p(counts, marginal)
+    assert min(p_values.values()) > ALPHA, p_values
+
+
+def test_engine_errors(pair64):
+    target, drafter = pair64
+    with pytest.raises(ValueError, match="true outcomes"):
+        SpeculativeEngine(target, drafter, make_scheduler("oracle"), verify_cost=step_cost)
+    with pytest.raises(ValueError, match="verify_cost"):
+        SpeculativeEngine(target, drafter, make_scheduler("hardware_aware"))
+    _, no_head = build_pair(0, drafter_changes={"markov_rank": 0, "confidence_head": False})
+    with pytest.raises(ValueError, match="confidence head"):
+        SpeculativeEngine(target, no_head, make_scheduler("threshold", threshold=0.5))
+    engine = SpeculativeEngine(target, drafter, config=EngineConfig(max_seq_len=8))
+    with pytest.raises(ValueError, match="prompt"):
+        engine.run([Request(id=0, prompt_ids=tuple(range(8)), max_new_tokens=2)])
+
+
+def test_plain_engine_samples_like_plain_generation(pair64):
+    target, _ = pair64
+    requests = _requests(seed=6, num=3)
+    config = EngineConfig(gamma=0, temperature=0.8, max_num_seqs=2, max_seq_len=48, seed=5)
+    result = SpeculativeEngine(target, None, config=config).run(requests)
+    reference = plain_generate(target, [r.prompt_ids for r in requests], [r.max_new_tokens for r in requests],
+                               temperature=0.8, seed=5, request_ids=[r.id for r in requests])
+    assert [result.outputs[r.id] for r in requests] == reference

@@ -1,0 +1,71 @@
+"""The pair shipped in real_pair/: it loads, is small, is lossless at temperature 0, and its documented tau
+at gamma = 7 is what the measurement gives (within a tolerance derived from the number of rounds)."""
+
+from __future__ import annotations
+
+import math
+import re
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from simlab.real.corpus import load_corpus  # noqa: E402
+from simlab.real.engine import EngineConfig, Request, SpeculativeEngine  # noqa: E402
+from simlab.real.evaluate import measure_tau  # noqa: E402
+from simlab.real.generate import plain_generate  # noqa: E402
+from simlab.real.pair import default_pair_dir, load_pair  # noqa: E402
+
+PAIR = default_pair_dir()
+MAX_BYTES = 20_000_000
+# |measured - documented| <= Z * sqrt(SE_doc^2 + SE_now^2): two measurements of the same mean, rounds treated as
+# independent; Z = 4 is a two-sided 6e-5 false-alarm rate under that normal approximation.
+Z = 4.0
+
+pytestmark = pytest.mark.skipif(not (PAIR / "target" / "config.json").exists(), reason="no shipped pair")
+
+
+@pytest.fixture(scope="module")
+def pair():
+    return load_pair(PAIR)
+
+
+@pytest.fixture(scope="module")
+def heldout():
+    return load_corpus().validation
+
+
+def test_pair_is_small_and_documented(pair):
+    sizes = [p.stat().st_size for p in PAIR.rglob("*") if p.is_file()]
+    assert sum(sizes) <= MAX_BYTES
+    metrics = pair.metrics
+    assert metrics["eval_settings"]["gamma"] == 7
+    readme = (PAIR / "README.md").read_text()
+    assert metrics["command"] in readme and f"seed {metrics['seed']}" in readme
+    for temperature, numbers in metrics["tau"].items():
+        assert re.search(rf"\| {re.escape(temperature)} \| {numbers['tau']:.3f} \|", readme)
+
+
+def test_documented_tau_at_gamma_7_is_measured(pair, heldout):
+    settings = pair.metrics["eval_settings"]
+    documented = pair.metrics["tau"]["1"]
+    report = measure_tau(
+        pair.target, pair.drafter, heldout, gamma=settings["gamma"], temperature=1.0,
+        num_prompts=settings["num_prompts"], prompt_len=settings["prompt_len"],
+        max_new_tokens=settings["max_new_tokens"], seed=settings["seed"], max_num_seqs=settings["max_num_seqs"],
+    )
+    assert report.tau > 1.5
+    tolerance = Z * math.hypot(documented["standard_error"], report.standard_error)
+    assert abs(report.tau - documented["tau"]) <= tolerance, (report.tau, documented, tolerance)
+
+
+def test_shipped_pair_is_lossless_at_temperature_zero(heldout):
+    pair64 = load_pair(PAIR, dtype=torch.float64)  # float64: no near-tie can flip an argmax
+    prompts = [tuple(int(t) for t in heldout[s: s + n]) for s, n in ((1000, 40), (52_000, 17), (90_000, 64))]
+    budgets = [60, 45, 30]
+    reference = plain_generate(pair64.target, prompts, budgets)
+    engine = SpeculativeEngine(pair64.target, pair64.drafter, config=EngineConfig(gamma=7, max_seq_len=160))
+    requests = [Request(id=i, prompt_ids=p, max_new_tokens=b) for i, (p, b) in enumerate(zip(prompts, budgets))]
+    result = engine.run(requests)
+    assert [result.outputs[i] for i in range(3)] == reference
+    assert result.tau > 1.5
