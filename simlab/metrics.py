@@ -96,6 +96,12 @@ def summarise(result: ArmResult, prompt_tokens: np.ndarray, output_tokens: np.nd
             "spec_decode_per_position_acceptance_rates": [
                 (int(a) / int(v)) if v else None for a, v in zip(positions.accepted, positions.verified)
             ],
+            "spec_decode_conditional_acceptance_rates": [
+                (int(a) / int(r)) if r else None for a, r in zip(positions.accepted, positions.reached)
+            ],
+            "spec_decode_num_verified_per_position": positions.verified.tolist(),
+            "spec_decode_num_reached_per_position": positions.reached.tolist(),
+            "spec_decode_num_accepted_per_position": positions.accepted.tolist(),
             "mean_verify_tokens_per_step": float(steps["verify_tokens"][decoding].mean()) if decoding.any() else 0.0,
             "mean_batch_requests": float(steps["num_requests"].mean()) if len(steps["num_requests"]) else 0.0,
             "mean_verify_tokens_per_request_step": verify_tokens / request_steps if request_steps else 0.0,

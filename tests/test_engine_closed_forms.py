@@ -125,3 +125,22 @@ def test_mg1_mean_latency_matches_pollaczek_khinchine(tmp_path):
     # sqrt(Var(S)/E[S]^2/n + 1/n) = 0.006 for n = 40,000 (service cv ~0.55, Poisson count): 5 SE = 3 %
     busy_s = outcome.steps.step_s.sum()
     assert busy_s / m["duration_s"] == pytest.approx(rho, rel=0.03)
+
+
+def test_per_position_rates_match_closed_forms(tmp_path):
+    """With i.i.d. acceptance and fixed gamma, accepted-at-k over verified-at-k is alpha**k (survival) and
+    accepted-at-k over reached-k is alpha (conditional); binomial tolerances from the counts."""
+    alpha, gamma = 0.7, 5
+    m = simulate(write_scenario(tmp_path, closed_loop_scenario(alpha, gamma)))["spec"].metrics
+    verified = m["spec_decode_num_verified_per_position"]
+    reached = m["spec_decode_num_reached_per_position"]
+    accepted = m["spec_decode_num_accepted_per_position"]
+    assert len(verified) == gamma and verified[0] > 10_000
+    for k in range(1, gamma + 1):
+        survival, conditional = alpha**k, alpha
+        rate = m["spec_decode_per_position_acceptance_rates"][k - 1]
+        assert rate == accepted[k - 1] / verified[k - 1]
+        assert abs(rate - survival) < Z * np.sqrt(survival * (1 - survival) / verified[k - 1]), k
+        rate = m["spec_decode_conditional_acceptance_rates"][k - 1]
+        assert abs(rate - conditional) < Z * np.sqrt(conditional * (1 - conditional) / reached[k - 1]), k
+        assert reached[k - 1] <= verified[k - 1] and accepted[k - 1] <= reached[k - 1]

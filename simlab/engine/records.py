@@ -76,19 +76,27 @@ class RequestLog:
 
 @dataclass
 class PositionCounts:
-    """How often each draft position was verified and accepted (denominators counted per position)."""
+    """Per draft position k: how often it was verified, reached (verified with every earlier position
+    accepted) and accepted. Denominators are counted per position, as verify lengths vary."""
 
     verified: np.ndarray
+    reached: np.ndarray
     accepted: np.ndarray
 
     @classmethod
     def empty(cls, gamma: int) -> "PositionCounts":
-        return cls(np.zeros(gamma, dtype=np.int64), np.zeros(gamma, dtype=np.int64))
+        return cls(*(np.zeros(gamma, dtype=np.int64) for _ in range(3)))
 
     def add(self, lengths: np.ndarray, accepted: np.ndarray) -> None:
-        """lengths/accepted: [..., R] verify lengths and accepted counts of some request-steps."""
+        """lengths/accepted: verify lengths and accepted counts of some request-steps (any shape)."""
         gamma = len(self.verified)
         if gamma == 0 or lengths.size == 0:
             return
-        self.verified += np.bincount(lengths.ravel(), minlength=gamma + 1)[::-1].cumsum()[::-1][1:]
-        self.accepted += np.bincount(accepted.ravel(), minlength=gamma + 1)[::-1].cumsum()[::-1][1:]
+        self.verified += _at_least(lengths, gamma)
+        self.reached += _at_least(np.minimum(lengths, accepted + 1), gamma)
+        self.accepted += _at_least(accepted, gamma)
+
+
+def _at_least(values: np.ndarray, gamma: int) -> np.ndarray:
+    """[gamma] how many values are >= k, for k = 1..gamma."""
+    return np.bincount(values.ravel(), minlength=gamma + 1)[::-1].cumsum()[::-1][1 : gamma + 1]
