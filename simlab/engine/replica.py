@@ -36,7 +36,6 @@ class Replica:
         self.clock_s = 0.0  # this replica's time, summed step by step (SimPy's clock only orders events)
         self._wake = None
         self._last_step_s = 1e-3  # sizes blocks only
-        self._tokens_per_step = 1.0 + 0.5 * run.policy.gamma  # running estimate, sizes blocks only
         self.process = self.env.process(self._loop())
 
     @property
@@ -148,8 +147,8 @@ class Replica:
         if gap <= 0:
             return 1
         num_steps = math.ceil(gap / max(self._last_step_s, 1e-9)) + 1 if math.isfinite(gap) else MAX_BLOCK_STEPS
-        if self._finish_ends_block():
-            num_steps = min(num_steps, math.ceil(int(roster.remaining.min()) / self._tokens_per_step) + 1)
+        if self._finish_ends_block():  # no request can finish before this many steps
+            num_steps = min(num_steps, math.ceil(int(roster.remaining.min()) / (1 + run.policy.gamma)))
         num_steps = min(num_steps, MAX_BLOCK_STEPS)
         return num_steps if num_steps >= MIN_BLOCK_STEPS else 1
 
@@ -176,8 +175,6 @@ class Replica:
             batch_tokens=decode_tokens + prefill_tokens, verify_tokens=lengths.sum(axis=1),
             accepted_tokens=accepted.sum(axis=1), emitted_tokens=emitted, prefill_tokens=prefill_tokens,
         )
-        if anchors[-1] > 0:
-            self._tokens_per_step = 0.8 * self._tokens_per_step + 0.2 * int(emitted[-1]) / int(anchors[-1])
 
     def _release(self, done: list[tuple[float, int]]) -> None:
         run = self.run
