@@ -84,18 +84,18 @@ class Block:
     @cached_property
     def anchors(self) -> np.ndarray:
         """[K] requests decoding at each step."""
-        return self.active.sum(axis=1)
+        return np.add.reduce(self.active, axis=1)
 
     @cached_property
     def batch_tokens(self) -> np.ndarray:
         """[K] decode/verify tokens of each step."""
-        return self.anchors + self.lengths.sum(axis=1)
+        return self.anchors + np.add.reduce(self.lengths, axis=1)
 
     def finish_step(self, roster: Roster) -> np.ndarray:
         """[N] the step at whose end each request emits its last token (K if not in the block)."""
-        left = roster.remaining[None, :] - np.cumsum(self.emitted, axis=0)
+        left = roster.remaining[None, :] - np.add.accumulate(self.emitted, axis=0)
         done = self.active & (left <= 0)
-        return np.where(done.any(axis=0), done.argmax(axis=0), len(self.active))
+        return np.where(np.logical_or.reduce(done, axis=0), done.argmax(axis=0), len(self.active))
 
 
 def plan_block(policy: ArmPolicy, roster: Roster, num_steps: int) -> Block:
@@ -123,10 +123,10 @@ def plan_block(policy: ArmPolicy, roster: Roster, num_steps: int) -> Block:
             num_exact, actual_context = 1, context
             break
         actual_active, actual_max_len, actual_context = inputs(emitted)
-        differs = (actual_max_len != max_len).any(axis=1) | (actual_active != active).any(axis=1)
+        differs = np.logical_or.reduce(actual_max_len != max_len, axis=1) | np.logical_or.reduce(actual_active != active, axis=1)
         if policy.reads_context:
             differs |= actual_context != context
-        num_exact = int(differs.argmax()) if differs.any() else num_steps
+        num_exact = int(differs.argmax()) if np.logical_or.reduce(differs) else num_steps
         if num_exact == num_steps:
             break
         guess = emitted
@@ -144,24 +144,24 @@ class _Inputs:
 
     def __call__(self, emitted: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """active [K, N], allowed lengths [K, N] and total context [K]."""
-        before = np.cumsum(emitted, axis=0) - emitted
+        before = np.add.accumulate(emitted, axis=0) - emitted
         left = self.roster.remaining[None, :] - before
         active = self.joined & (left > 0)
         max_len = np.where(active, np.minimum(left - 1, self.gamma), 0)
-        context = np.where(active, self.roster.context[None, :] + before, 0).sum(axis=1)
+        context = np.add.reduce(np.where(active, self.roster.context[None, :] + before, 0), axis=1)
         return active, max_len, context
 
     def plain_emissions(self) -> np.ndarray:
         """Without drafting every active request emits one token per step: emissions are known in advance."""
         joined = self.joined
-        before = np.cumsum(joined, axis=0) - joined
+        before = np.add.accumulate(joined, axis=0) - joined
         return (joined & (self.roster.remaining[None, :] - before > 0)).astype(np.int64)
 
 
 def _schedule(policy: ArmPolicy, draws, active, max_len, context, lagged) -> np.ndarray:
     num_rows = active.shape[1]
-    anchors = active.sum(axis=1)
-    varying = bool((anchors != num_rows).any())
+    anchors = np.add.reduce(active, axis=1)
+    varying = bool(np.logical_or.reduce(anchors != num_rows))
     batch = np.maximum(anchors, 1)  # a step with no request decoding schedules nothing; avoid 0/0
     ctx = context[:, None].astype(float)
     requests = batch[:, None] if varying else num_rows
@@ -188,7 +188,7 @@ class _RowGroupedCost:
         self.cost, self.context, self.requests = cost, context, requests
 
     def __call__(self, batch_tokens: np.ndarray) -> np.ndarray:
-        if batch_tokens.shape[0] == 1 or np.ndim(self.requests) == 0:
+        if batch_tokens.shape[0] == 1 or not isinstance(self.requests, np.ndarray):
             return self.cost.verify_s(batch_tokens, self.context, self.requests)
         out = np.empty(np.broadcast_shapes(batch_tokens.shape, self.context.shape))
         firsts = batch_tokens[:, 0]
@@ -220,14 +220,14 @@ def commit_block(decode: DecodeSet, roster: Roster, block: Block, count: int) ->
     """Apply the first ``count`` steps: update the decode set (add joiners, drop finished requests).
 
     Returns the roster rows that finished."""
-    emitted = block.emitted[:count].sum(axis=0)
+    emitted = np.add.reduce(block.emitted[:count], axis=0)
     active = block.active[:count]
     lag = decode.policy.lag_steps
     state = {
         "request_id": roster.request_id,
         "remaining": roster.remaining - emitted,
         "context": roster.context + emitted,
-        "steps": roster.steps + active.sum(axis=0),
+        "steps": roster.steps + np.add.reduce(active, axis=0),
         "request_logit": roster.request_logit,
         "step_shift": roster.step_shift,
         "history": roster.history.copy() if lag else roster.history,
@@ -241,7 +241,7 @@ def commit_block(decode: DecodeSet, roster: Roster, block: Block, count: int) ->
         write = active[first:]
         state["history"][rows[write], steps[write] % lag] = block.conf[first:count][write]
     finished = state["remaining"] <= 0
-    if finished.any() or len(roster) > roster.num_decoding:
+    if np.logical_or.reduce(finished) or len(roster) > roster.num_decoding:
         stays = ~finished
         decode.overwrite({name: value[stays] for name, value in state.items()})
     else:

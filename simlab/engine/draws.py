@@ -76,7 +76,7 @@ class ArmDraws:
         if het.token_logit_sd > 0.0:
             logit = logit + het.token_logit_sd * ndtri(crn.low_uniform(bits))
         accepted = crn.high_uniform(bits) < expit(logit)
-        true_accepted = np.logical_and.accumulate(accepted, axis=-1).sum(axis=-1)
+        true_accepted = np.add.reduce(np.logical_and.accumulate(accepted, axis=-1), axis=-1)
         head = logit + confidence.bias_logit if confidence.bias_logit else logit
         if confidence.noise_logit_sd > 0.0:
             head = head + confidence.noise_logit_sd * ndtri(crn.high_uniform(noise_bits))

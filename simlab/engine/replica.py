@@ -100,7 +100,7 @@ class Replica:
             step_s[0] = policy.draft_s(int(anchors[0]), float(context[0])) + run.cost.step_s(
                 int(decode_tokens[0]), float(context[0]), int(anchors[0]), prefill.tokens, prefill.attn_pairs
             )
-        ends = np.cumsum(np.concatenate([[self.clock_s], step_s]))[1:]
+        ends = np.add.accumulate(np.concatenate([[self.clock_s], step_s]))[1:]
         last = exact - 1
         idle = np.flatnonzero(anchors[1:] == 0)  # everyone has finished: nothing left to step
         if idle.size:
@@ -111,17 +111,17 @@ class Replica:
             last = min(last, int(finish_step.min(initial=last)))
         next_arrival = run.arrivals.next_arrival_s()
         if next_arrival < ends[last]:
-            last = min(last, int(np.searchsorted(ends, next_arrival, side="left")))
+            last = min(last, int(ends.searchsorted(next_arrival, side="left")))
         count = last + 1
         self._record(block, count, step_s[:count], decode_tokens[:count], prefill)
         finished = commit_block(decode, roster, block, count)
-        run.log.steps[roster.request_id] += block.active[:count].sum(axis=0)
+        run.log.steps[roster.request_id] += np.add.reduce(block.active[:count], axis=0)
         if late and prefill.joiners:  # they decode from the next iteration
             decode.extend(Roster.build(DecodeSet(policy, run.request_shift), prefill.joiners).columns())
         for request_id in [j[0] for j in prefill.joiners] + prefill.single_token:
             run.log.first_token_s[request_id] = ends[0]
         done = []
-        if finished.any():
+        if np.logical_or.reduce(finished):
             finish_step = block.finish_step(roster) if finish_step is None else finish_step
             done = [(float(ends[finish_step[i]]), int(roster.request_id[i])) for i in np.flatnonzero(finished)]
         done += [(float(ends[0]), request_id) for request_id in prefill.single_token]
@@ -163,17 +163,17 @@ class Replica:
         lengths, accepted = block.lengths[:count], block.accepted[:count]
         run.positions.add(lengths[block.active[:count]], accepted[block.active[:count]])
         anchors = block.anchors[:count]
-        emitted = block.emitted[:count].sum(axis=1)
+        emitted = np.add.reduce(block.emitted[:count], axis=1)
         prefill_tokens = np.zeros(count, dtype=np.int64)
         prefill_tokens[0] = prefill.tokens
         num_prefilling = np.zeros(count, dtype=np.int64)
         num_prefilling[0] = prefill.num_requests
-        starts_ends = np.cumsum(np.concatenate([[self.clock_s], step_s]))
+        starts_ends = np.add.accumulate(np.concatenate([[self.clock_s], step_s]))
         run.steps.append(
             count, t_s=starts_ends[:-1], step_s=step_s, replica=self.index,
             num_requests=anchors + num_prefilling, decode_requests=anchors,
-            batch_tokens=decode_tokens + prefill_tokens, verify_tokens=lengths.sum(axis=1),
-            accepted_tokens=accepted.sum(axis=1), emitted_tokens=emitted, prefill_tokens=prefill_tokens,
+            batch_tokens=decode_tokens + prefill_tokens, verify_tokens=np.add.reduce(lengths, axis=1),
+            accepted_tokens=np.add.reduce(accepted, axis=1), emitted_tokens=emitted, prefill_tokens=prefill_tokens,
         )
 
     def _release(self, done: list[tuple[float, int]]) -> None:

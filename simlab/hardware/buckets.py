@@ -69,7 +69,7 @@ class Buckets:
             padded = self._padded[np.minimum(np.maximum(batch_tokens, 0), largest)]
             return np.where(batch_tokens > largest, batch_tokens, padded)
         b = np.asarray(batch_tokens, dtype=float)
-        index = np.minimum(np.searchsorted(self._sizes_arr, b, side="left"), len(self.sizes) - 1)
+        index = np.minimum(self._sizes_arr.searchsorted(b, side="left"), len(self.sizes) - 1)
         return np.where((b <= self.largest) & (b > 0), self._sizes_arr[index], b)
 
     def to_config(self) -> Optional[list[int]]:

@@ -147,7 +147,7 @@ class Grid:
 def _locate(axis: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Index ``i`` of the cell ``[axis[i], axis[i+1]]`` holding each ``x`` (clamped) and the weight of ``i+1``."""
     clipped = np.minimum(np.maximum(x, axis[0]), axis[-1])
-    i = np.minimum(np.maximum(np.searchsorted(axis, clipped, side="right") - 1, 0), axis.size - 2)
+    i = np.minimum(np.maximum(axis.searchsorted(clipped, side="right") - 1, 0), axis.size - 2)
     low = axis[i]
     w = (clipped - low) / (axis[i + 1] - low)
     return i, w

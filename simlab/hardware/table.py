@@ -65,7 +65,7 @@ class TableCostModel(CostModel):
             else:
                 shape = np.broadcast_shapes(b.shape, np.shape(context_tokens))
                 cost = np.broadcast_to(self._curve(padded), shape)  # type: ignore[misc]
-            return np.where(np.broadcast_to(b, cost.shape) > 0, cost, 0.0)
+            return np.where(b > 0, cost, 0.0)
         b = float(batch_tokens)
         if b <= 0:
             return 0.0

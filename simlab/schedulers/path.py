@@ -16,7 +16,7 @@ _INVALID = -1.0
 
 def survival(conf: np.ndarray, max_len: np.ndarray) -> np.ndarray:
     """a[s, r, j] = prod_{i<=j} conf[s, r, i] (conf in [0, 1]), positions beyond max_len marked invalid (-1)."""
-    a = np.cumprod(conf, axis=-1)
+    a = np.multiply.accumulate(conf, axis=-1)
     gamma = conf.shape[-1]
     if max_len.min(initial=gamma) >= gamma:
         return a
@@ -42,13 +42,13 @@ class Path:
         steps, n = self.values.shape
         out = np.empty((steps, n + 1))
         out[:, 0] = 0.0
-        np.cumsum(self.values, axis=-1, out=out[:, 1:])
-        return out + (self.anchors if np.ndim(self.anchors) == 0 else self.anchors[:, None])
+        np.add.accumulate(self.values, axis=-1, out=out[:, 1:])
+        return out + (self.anchors[:, None] if isinstance(self.anchors, np.ndarray) else self.anchors)
 
     def seconds(self, verify_s) -> np.ndarray:
         """[S or 1, n + 1] verify seconds after admitting K = 0..n candidates (batch tokens R + K)."""
         ks = np.arange(self.values.shape[-1] + 1)
-        if np.ndim(self.anchors) == 0:
+        if not isinstance(self.anchors, np.ndarray):
             return verify_s((self.anchors + ks)[None, :])
         return verify_s(self.anchors[:, None] + ks[None, :])
 
@@ -69,9 +69,9 @@ def build_path(a: np.ndarray, anchors: np.ndarray | None = None) -> Path:
     ``anchors`` [S] counts the requests in each step's batch (default: all R rows)."""
     steps, num_requests, gamma = a.shape
     flat = a.reshape(steps, num_requests * gamma)
-    order = np.argsort(-flat, axis=-1, kind="stable")
+    order = (-flat).argsort(axis=-1, kind="stable")
     values = flat[np.arange(steps)[:, None], order]
-    num_valid = (values > _INVALID / 2).sum(axis=-1)
+    num_valid = np.add.reduce(values > _INVALID / 2, axis=-1)
     if anchors is None or (anchors == num_requests).all():
         anchors = num_requests
     return Path(order=order, values=values, num_valid=num_valid, num_requests=num_requests, gamma=gamma,
@@ -93,8 +93,8 @@ def clip_to_budget(lengths: np.ndarray, a: np.ndarray, token_budget: int | None)
     """Trim lengths whose total exceeds the budget, keeping the highest-survival positions."""
     if token_budget is None:
         return lengths
-    over = lengths.sum(axis=-1) > token_budget
-    if not over.any():
+    over = np.add.reduce(lengths, axis=-1) > token_budget
+    if not np.logical_or.reduce(over):
         return lengths
     positions = np.arange(a.shape[-1])
     chosen = np.where(positions < lengths[..., None], a, _INVALID)

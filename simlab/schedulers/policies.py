@@ -24,7 +24,7 @@ def threshold(inp: ScheduleInputs, *, threshold: float, cumulative: bool = False
     """
     a = survival(inp.conf, inp.max_len)
     score = a if cumulative else np.where(a >= 0.0, inp.conf, -1.0)
-    lengths = np.cumprod(score >= threshold, axis=-1).sum(axis=-1)
+    lengths = np.add.reduce(np.multiply.accumulate(score >= threshold, axis=-1), axis=-1)
     return clip_to_budget(lengths, a, inp.token_budget)
 
 
@@ -42,7 +42,7 @@ def hardware_aware(inp: ScheduleInputs) -> np.ndarray:
     theta = path.gained / path.seconds(inp.verify_s)  # [S, n + 1], Theta after admitting K = 0..n
     n = theta.shape[-1] - 1
     stop = (theta[:, 1:] <= theta[:, :-1]) | (np.arange(n)[None, :] >= limit[:, None])
-    admitted = np.where(stop.any(axis=-1), stop.argmax(axis=-1), n)
+    admitted = np.where(np.logical_or.reduce(stop, axis=-1), stop.argmax(axis=-1), n)
     return path.lengths(admitted)
 
 
@@ -111,6 +111,6 @@ def oracle(inp: ScheduleInputs) -> np.ndarray:
     positions = np.arange(gamma)
     value = np.where(positions < will_accept[..., None], 1.0 - positions / (gamma + 1.0), -1.0)
     path = build_path(value, inp.num_requests)
-    anchors = path.anchors if np.ndim(path.anchors) == 0 else path.anchors[:, None]
+    anchors = path.anchors[:, None] if isinstance(path.anchors, np.ndarray) else path.anchors
     gained = anchors + np.arange(path.values.shape[-1] + 1)[None, :]
     return path.lengths(argmax_budget(gained / path.seconds(inp.verify_s), cap(path.num_valid, inp.token_budget)))
