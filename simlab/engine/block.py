@@ -169,7 +169,7 @@ def _schedule(policy: ArmPolicy, draws, active, max_len, context, lagged) -> np.
     inputs = ScheduleInputs(
         conf=draws.conf,
         max_len=max_len,
-        verify_s=_RowGroupedCost(cost, ctx, requests),
+        verify_s=lambda batch_tokens: cost.verify_s(batch_tokens, ctx, requests),
         draft_s=policy.draft_s(batch, context.astype(float)) if policy.scheduler.info.uses_draft_cost else 0.0,
         token_budget=np.maximum(policy.max_batch_tokens - anchors, 0),
         lagged_conf=lagged,
@@ -178,27 +178,6 @@ def _schedule(policy: ArmPolicy, draws, active, max_len, context, lagged) -> np.
         num_requests=batch if varying else None,
     )
     return policy.scheduler(inputs)
-
-
-class _RowGroupedCost:
-    """The verify cost of each step's batch-token curve, evaluated once per distinct curve (steps with the
-    same number of requests ask for the same batch range, whose location in a cost table is cached)."""
-
-    def __init__(self, cost, context: np.ndarray, requests) -> None:
-        self.cost, self.context, self.requests = cost, context, requests
-
-    def __call__(self, batch_tokens: np.ndarray) -> np.ndarray:
-        if batch_tokens.shape[0] == 1 or not isinstance(self.requests, np.ndarray):
-            return self.cost.verify_s(batch_tokens, self.context, self.requests)
-        out = np.empty(np.broadcast_shapes(batch_tokens.shape, self.context.shape))
-        firsts = batch_tokens[:, 0]
-        for first in np.unique(firsts):
-            rows = np.flatnonzero(firsts == first)
-            curve = batch_tokens[rows[:1]]
-            if not (batch_tokens[rows] == curve).all():  # not one curve per request count: evaluate all at once
-                return self.cost.verify_s(batch_tokens, self.context, self.requests)
-            out[rows] = self.cost.verify_s(curve, self.context[rows], self.requests[rows])
-        return out
 
 
 def _lagged(policy: ArmPolicy, roster: Roster, conf: np.ndarray, decode_step: np.ndarray) -> np.ndarray:
