@@ -115,7 +115,9 @@ def main() -> None:
     """Entry point of the ``simlab`` console script."""
     try:
         _mount_subcommands()
-        app(standalone_mode=False)
+        status = app(standalone_mode=False)
+        if isinstance(status, int) and status:  # a command ended with typer.Exit(code)
+            sys.exit(status)
     except InputError as err:
         Console(stderr=True, highlight=False, soft_wrap=True).print(f"error: {err.message}", markup=False)
         sys.exit(2)

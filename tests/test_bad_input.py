@@ -190,3 +190,25 @@ def test_max_batch_tokens_below_max_num_seqs(tmp_path):
     data = load("inline.yaml")
     data["engine"]["max_batch_tokens"] = 32
     check_rejected(tmp_path, data, "engine.max_batch_tokens")
+
+
+def test_usage_errors_exit_2_without_traceback(tmp_path):
+    for args in (["run", "--bogus"], ["no-such-command"], ["run"]):
+        code, _, stderr = run_cli(*args)
+        assert code == 2, (args, stderr)
+        assert "Traceback" not in stderr
+
+
+def test_commands_that_end_with_a_status_keep_it(tmp_path, monkeypatch):
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_torch(name, *args, **kwargs):
+        if name == "torch" or name.startswith("torch."):
+            raise ImportError("no torch here")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_torch)
+    code, _, stderr = run_cli("real", "generate", "--prompt", "def ")
+    assert code == 2 and "needs torch" in stderr
