@@ -18,7 +18,7 @@ _TO_UNIT = 2.0**-53
 
 # Stream ids: one per kind of randomness, so that changing one model never shifts another's draws.
 ACCEPT = 1  # per (request, step, position): accept/reject uniform (high 32 bits), token noise (low 32 bits)
-NOISE = 2  # per (request, step, position): head noise (high 32 bits); position 0's low bits: step innovation
+NOISE = 2  # rehash of ACCEPT bits: head noise (high 32 bits); position 0's low bits: step innovation
 REQUEST_DIFFICULTY = 4  # per request: difficulty
 
 
@@ -61,6 +61,11 @@ def hashed(seed: int, stream: int, packed: np.ndarray) -> np.ndarray:
     """64 random bits per packed key (see :func:`pack`) for one seed and stream."""
     with np.errstate(over="ignore"):
         return _mix(_mix(packed ^ _base(seed, stream)) + _GOLDEN)
+
+
+def rehash(bits: np.ndarray, stream: int) -> np.ndarray:
+    """64 more random bits per key, derived from :func:`hashed` bits of the same key (one mix round)."""
+    return _mix(bits ^ _base(0, stream))
 
 
 def keyed_bits(seed: int, stream: int, *keys: np.ndarray | int) -> np.ndarray:

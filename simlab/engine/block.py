@@ -25,6 +25,21 @@ from simlab.schedulers import ScheduleInputs
 MAX_PASSES = 3
 
 
+def new_decoders(joiners: list[tuple[int, int, int, int]], history_shape: tuple) -> dict[str, np.ndarray]:
+    """Decode-set columns for requests about to decode their first step: (request id, domain, tokens to emit
+    after the first, KV tokens after the first token)."""
+    count = len(joiners)
+    ids, _, remaining, context = (np.array(c, dtype=np.int64) for c in zip(*joiners))
+    return {
+        "request_id": ids,
+        "remaining": remaining,
+        "context": context,
+        "steps": np.zeros(count, dtype=np.int64),
+        "step_shift": np.zeros(count),
+        "history": np.zeros((count,) + tuple(history_shape)),
+    }
+
+
 @dataclass
 class Roster:
     """The requests of a block: the decode set's rows, then the joiners (``join`` is the first decoding step)."""
@@ -33,7 +48,6 @@ class Roster:
     remaining: np.ndarray  # tokens still to emit
     context: np.ndarray  # KV tokens held when decoding (starts)
     steps: np.ndarray  # decode steps done before the block
-    request_logit: np.ndarray  # [N, G]
     step_shift: np.ndarray
     history: np.ndarray  # [N, lag, G]
     join: np.ndarray
@@ -45,27 +59,13 @@ class Roster:
         columns = {name: getattr(decode, name).copy() for name in DecodeSet.COLUMNS}  # not views: commit rewrites
         join = np.zeros(len(decode), dtype=np.int64)
         if joiners:
-            count = len(joiners)
-            ids, domains, remaining, context = (np.array(c, dtype=np.int64) for c in zip(*joiners))
-            extra = {
-                "request_id": ids,
-                "remaining": remaining,
-                "context": context,
-                "steps": np.zeros(count, dtype=np.int64),
-                "request_logit": np.stack([decode.request_logit_of(int(r), int(d)) for r, d in zip(ids, domains)]),
-                "step_shift": np.zeros(count),
-                "history": np.zeros((count,) + decode.history.shape[1:]),
-            }
+            extra = new_decoders(joiners, decode.history.shape[1:])
             columns = {name: np.concatenate([columns[name], extra[name]]) for name in DecodeSet.COLUMNS}
-            join = np.concatenate([join, np.ones(count, dtype=np.int64)])
+            join = np.concatenate([join, np.ones(len(joiners), dtype=np.int64)])
         return cls(**columns, join=join, num_decoding=len(decode))
 
     def __len__(self) -> int:
         return len(self.request_id)
-
-    def columns(self) -> dict[str, np.ndarray]:
-        """The decode set's columns of every row."""
-        return {name: getattr(self, name) for name in DecodeSet.COLUMNS}
 
 
 @dataclass
@@ -98,8 +98,10 @@ class Block:
         return np.where(np.logical_or.reduce(done, axis=0), done.argmax(axis=0), len(self.active))
 
 
-def plan_block(policy: ArmPolicy, roster: Roster, num_steps: int) -> Block:
-    """Plan up to ``num_steps`` steps of the roster (fewer are exact when inputs drift; at least one is)."""
+def plan_block(policy: ArmPolicy, roster: Roster, num_steps: int, store=None) -> Block:
+    """Plan up to ``num_steps`` steps of the roster (fewer are exact when inputs drift; at least one is).
+
+    ``store`` (the arm's :class:`~simlab.engine.drawstore.DrawStore`) holds the draws when drafting."""
     decode_step = roster.steps[None, :] + np.arange(num_steps)[:, None] - roster.join[None, :]
     joined = decode_step >= 0
     inputs = _Inputs(policy, roster, joined)
@@ -108,16 +110,14 @@ def plan_block(policy: ArmPolicy, roster: Roster, num_steps: int) -> Block:
         active, _, context = inputs(emitted)
         zeros = np.zeros_like(emitted)
         return Block(zeros, zeros, emitted, active, context, num_steps)
-    draws = policy.draws.draw(
-        roster.request_id, roster.request_logit, np.maximum(decode_step, 0), joined, roster.step_shift
-    )
-    lagged = _lagged(policy, roster, draws.conf, decode_step) if policy.lag_steps else None
+    draws = store.gather(roster.request_id, np.maximum(decode_step, 0), roster.step_shift)
+    lagged = _lagged(policy, roster, draws["conf"], decode_step) if policy.lag_steps else None
     # first guess: every drafted position verified (what load-aware schedulers do at low load)
-    guess = np.where(joined, np.minimum(draws.true_accepted, policy.gamma) + 1, 0)
+    guess = np.where(joined, np.minimum(draws["true_accepted"], policy.gamma) + 1, 0)
     for _ in range(MAX_PASSES if num_steps > 1 else 1):
         active, max_len, context = inputs(guess)
         lengths = _schedule(policy, draws, active, max_len, context, lagged)
-        accepted = np.minimum(draws.true_accepted, lengths)
+        accepted = np.minimum(draws["true_accepted"], lengths)
         emitted = np.where(active, accepted + 1, 0)
         if num_steps == 1:
             num_exact, actual_context = 1, context
@@ -131,7 +131,7 @@ def plan_block(policy: ArmPolicy, roster: Roster, num_steps: int) -> Block:
             break
         guess = emitted
     # costs read the context the emissions imply (the guess's may differ where decisions ignore context)
-    return Block(lengths, accepted, emitted, active, actual_context, num_exact, draws.conf, draws.step_shift)
+    return Block(lengths, accepted, emitted, active, actual_context, num_exact, draws["conf"], draws["step_shift"])
 
 
 class _Inputs:
@@ -167,14 +167,14 @@ def _schedule(policy: ArmPolicy, draws, active, max_len, context, lagged) -> np.
     requests = batch[:, None] if varying else num_rows
     cost = policy.cost
     inputs = ScheduleInputs(
-        conf=draws.conf,
+        conf=draws["conf"],
         max_len=max_len,
         verify_s=lambda batch_tokens: cost.verify_s(batch_tokens, ctx, requests),
         draft_s=policy.draft_s(batch, context.astype(float)) if policy.scheduler.info.uses_draft_cost else 0.0,
         token_budget=np.maximum(policy.max_batch_tokens - anchors, 0),
         lagged_conf=lagged,
         lagged_max_len=max_len if lagged is not None else None,
-        true_accepted=draws.true_accepted,
+        true_accepted=draws["true_accepted"],
         num_requests=batch if varying else None,
     )
     return policy.scheduler(inputs)
@@ -207,7 +207,6 @@ def commit_block(decode: DecodeSet, roster: Roster, block: Block, count: int) ->
         "remaining": roster.remaining - emitted,
         "context": roster.context + emitted,
         "steps": roster.steps + np.add.reduce(active, axis=0),
-        "request_logit": roster.request_logit,
         "step_shift": roster.step_shift,
         "history": roster.history.copy() if lag else roster.history,
     }
@@ -220,6 +219,8 @@ def commit_block(decode: DecodeSet, roster: Roster, block: Block, count: int) ->
         write = active[first:]
         state["history"][rows[write], steps[write] % lag] = block.conf[first:count][write]
     finished = state["remaining"] <= 0
+    if decode.store is not None and np.logical_or.reduce(finished):
+        decode.store.release(roster.request_id[finished])
     if np.logical_or.reduce(finished) or len(roster) > roster.num_decoding:
         stays = ~finished
         decode.overwrite({name: value[stays] for name, value in state.items()})

@@ -61,11 +61,11 @@ class ArmPolicy:
 class DecodeSet:
     """The requests decoding on one replica, in admission order, stored in preallocated columns."""
 
-    COLUMNS = ("request_id", "remaining", "context", "steps", "request_logit", "step_shift", "history")
+    COLUMNS = ("request_id", "remaining", "context", "steps", "step_shift", "history")
 
-    def __init__(self, policy: ArmPolicy, request_shift: Optional[np.ndarray] = None, capacity: int = 16) -> None:
+    def __init__(self, policy: ArmPolicy, store=None, capacity: int = 16) -> None:
         self.policy = policy
-        self.request_shift = request_shift  # delta_r of every request of the workload (None: no spread)
+        self.store = store  # the arm's DrawStore (None without drafting)
         gamma, lag = policy.gamma, max(policy.lag_steps, 1)
         self._size = 0
         self._store = {
@@ -73,7 +73,6 @@ class DecodeSet:
             "remaining": np.zeros(capacity, dtype=np.int64),  # tokens still to emit
             "context": np.zeros(capacity, dtype=np.int64),  # KV tokens held
             "steps": np.zeros(capacity, dtype=np.int64),  # decode steps done
-            "request_logit": np.zeros((capacity, gamma)),  # base logits plus the request's difficulty
             "step_shift": np.zeros(capacity),  # the step-difficulty process z at the last step
             "history": np.zeros((capacity, lag, gamma)),  # last `lag` steps' confidences, by step % lag
         }
@@ -85,14 +84,6 @@ class DecodeSet:
 
     def __len__(self) -> int:
         return self._size
-
-    def request_logit_of(self, request_id: int, domain: int) -> np.ndarray:
-        """L[domain] + delta_r for a request about to decode."""
-        draws = self.policy.draws
-        if draws is None:
-            return np.zeros(self.policy.gamma)
-        shift = self.request_shift[request_id] if self.request_shift is not None else 0.0
-        return draws.base_logit[domain] + shift
 
     def extend(self, columns: dict[str, np.ndarray]) -> None:
         """Append rows (every column of :attr:`COLUMNS`, same length), e.g. requests that joined in a block."""

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from simlab.engine.block import Roster, commit_block, plan_block
+from simlab.engine.block import Roster, commit_block, new_decoders, plan_block
 from simlab.engine.decode import DecodeSet
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -31,7 +31,7 @@ class Replica:
         self.index = index
         self.waiting: deque[int] = deque()
         self.prefilling: list[list[int]] = []  # [request id, prompt tokens done], in admission order
-        self.decode = DecodeSet(run.policy, run.request_shift)
+        self.decode = DecodeSet(run.policy, run.draw_store)
         self.kv_used = 0
         self.clock_s = 0.0  # this replica's time, summed step by step (SimPy's clock only orders events)
         self._wake = None
@@ -85,7 +85,7 @@ class Replica:
         else:
             roster = Roster.build(decode, prefill.joiners)
             num_steps = self._block_len(roster)
-        block = plan_block(policy, roster, num_steps)
+        block = plan_block(policy, roster, num_steps, run.draw_store)
         exact = block.num_exact
         anchors = block.anchors[:exact]
         decode_tokens = block.batch_tokens[:exact]
@@ -117,7 +117,7 @@ class Replica:
         finished = commit_block(decode, roster, block, count)
         run.log.steps[roster.request_id] += np.add.reduce(block.active[:count], axis=0)
         if late and prefill.joiners:  # they decode from the next iteration
-            decode.extend(Roster.build(DecodeSet(policy, run.request_shift), prefill.joiners).columns())
+            decode.extend(new_decoders(prefill.joiners, decode.history.shape[1:]))
         for request_id in [j[0] for j in prefill.joiners] + prefill.single_token:
             run.log.first_token_s[request_id] = ends[0]
         done = []

@@ -12,6 +12,7 @@ import simpy
 from simlab.config.scenario import EngineConfig
 from simlab.engine.arrivals import Arrivals
 from simlab.engine.decode import ArmPolicy
+from simlab.engine.drawstore import DrawStore
 from simlab.engine.records import PositionCounts, RequestLog, StepLog
 from simlab.engine.replica import Replica
 
@@ -44,7 +45,18 @@ class ArmRun:
         self.domain = requests.domain
         self.kv_need = (requests.prompt_tokens + requests.output_tokens).astype(np.int64)
         self.kv_capacity = kv_capacity
-        self.request_shift = policy.draws.request_shift(len(requests)) if policy.draws is not None else None
+        self.draw_store = None
+        if policy.draws is not None:
+            shift = policy.draws.request_shift(len(requests))
+            base = policy.draws.base_logit
+            domain = requests.domain
+
+            def base_logit_of(ids: np.ndarray) -> np.ndarray:
+                logits = base[domain[ids]]
+                return logits + shift[ids][:, None] if shift is not None else logits
+
+            tokens_per_step = 1.0 + float(np.multiply.accumulate(policy.prior_conf).sum())
+            self.draw_store = DrawStore(policy.draws, base_logit_of, requests.output_tokens, tokens_per_step)
         self.log = RequestLog.empty(len(requests))
         self.steps = StepLog()
         self.positions = PositionCounts.empty(policy.gamma)
