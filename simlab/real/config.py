@@ -67,10 +67,7 @@ class TargetConfig:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "TargetConfig":
         """Build from a dict with exactly this class's field names (unknown keys raise)."""
-        names = {f.name for f in dataclasses.fields(cls)}
-        unknown = set(data) - names
-        if unknown:
-            raise ValueError(f"unknown TargetConfig field(s): {sorted(unknown)}")
+        _check_fields(cls, data)
         return cls(**data)
 
 
@@ -145,10 +142,7 @@ class DrafterConfig:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "DrafterConfig":
         """Build from a dict with this class's field names (unknown keys raise)."""
-        names = {f.name for f in dataclasses.fields(cls)}
-        unknown = set(data) - names
-        if unknown:
-            raise ValueError(f"unknown DrafterConfig field(s): {sorted(unknown)}")
+        _check_fields(cls, data)
         return cls(**{**data, "target_layer_ids": tuple(data["target_layer_ids"])})
 
 
@@ -221,3 +215,10 @@ __all__ = [
     "BYTE_VOCAB_SIZE", "DraftLayout", "DrafterConfig", "TARGET_PRESETS", "TargetConfig",
     "default_drafter_config", "spread_layers", "target_preset",
 ]
+
+
+def _check_fields(cls: type, data: dict[str, Any]) -> None:
+    """Raise ValueError naming any key of ``data`` that is not a field of the dataclass ``cls``."""
+    unknown = set(data) - {f.name for f in dataclasses.fields(cls)}
+    if unknown:
+        raise ValueError(f"unknown {cls.__name__} field(s): {sorted(unknown)}")
