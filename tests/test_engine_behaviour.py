@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 import simlab.engine.replica as replica_module
-from helpers import CONTRACT_DIR, flat_table, run_cli, simulate, write_scenario
+from helpers import run_cli, simulate, write_scenario
 
 ALL_SCHEDULERS = [
     {"kind": "fixed"},

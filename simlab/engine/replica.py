@@ -113,7 +113,7 @@ class Replica:
         if next_arrival < ends[last]:
             last = min(last, int(ends.searchsorted(next_arrival, side="left")))
         count = last + 1
-        self._record(block, count, step_s[:count], decode_tokens[:count], prefill)
+        self._record(block, count, ends[:count], step_s[:count], decode_tokens[:count], prefill)
         finished = commit_block(decode, roster, block, count)
         run.log.steps[roster.request_id] += np.add.reduce(block.active[:count], axis=0)
         if late and prefill.joiners:  # they decode from the next iteration
@@ -158,7 +158,8 @@ class Replica:
         run = self.run
         return bool(self.waiting) or run.workload.closed_loop is not None or run.routes_by_load
 
-    def _record(self, block, count: int, step_s: np.ndarray, decode_tokens: np.ndarray, prefill) -> None:
+    def _record(self, block, count: int, ends: np.ndarray, step_s: np.ndarray, decode_tokens: np.ndarray,
+                prefill) -> None:
         run = self.run
         lengths, accepted = block.lengths[:count], block.accepted[:count]
         run.positions.add(lengths[block.active[:count]], accepted[block.active[:count]])
@@ -168,9 +169,8 @@ class Replica:
         prefill_tokens[0] = prefill.tokens
         num_prefilling = np.zeros(count, dtype=np.int64)
         num_prefilling[0] = prefill.num_requests
-        starts_ends = np.add.accumulate(np.concatenate([[self.clock_s], step_s]))
         run.steps.append(
-            count, t_s=starts_ends[:-1], step_s=step_s, replica=self.index,
+            count, t_s=np.concatenate([[self.clock_s], ends[:-1]]), step_s=step_s, replica=self.index,
             num_requests=anchors + num_prefilling, decode_requests=anchors,
             batch_tokens=decode_tokens + prefill_tokens, verify_tokens=np.add.reduce(lengths, axis=1),
             accepted_tokens=np.add.reduce(accepted, axis=1), emitted_tokens=emitted, prefill_tokens=prefill_tokens,

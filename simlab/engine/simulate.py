@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, Optional
 
 import numpy as np
@@ -26,7 +26,6 @@ class ArmResult:
     positions: PositionCounts
     time_in_system_area: float  # integral of the number of requests in the system over time
     sim_wall_s: float
-    extra: dict = field(default_factory=dict)
 
 
 class ArmRun:

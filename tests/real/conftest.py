@@ -14,7 +14,6 @@ else:
     def one_torch_thread():
         """Tiny models gain nothing from a second thread, and on a CPU shared with other jobs spinning
         OpenMP workers make every small op wait; restore the setting afterwards."""
-        import torch
 
         before = torch.get_num_threads()
         torch.set_num_threads(1)
