@@ -35,7 +35,6 @@ def new_decoders(joiners: list[tuple[int, int, int, int]], history_shape: tuple)
         "remaining": remaining,
         "context": context,
         "steps": np.zeros(count, dtype=np.int64),
-        "step_shift": np.zeros(count),
         "history": np.zeros((count,) + tuple(history_shape)),
     }
 
@@ -48,7 +47,6 @@ class Roster:
     remaining: np.ndarray  # tokens still to emit
     context: np.ndarray  # KV tokens held when decoding (starts)
     steps: np.ndarray  # decode steps done before the block
-    step_shift: np.ndarray
     history: np.ndarray  # [N, lag, G]
     join: np.ndarray
     num_decoding: int  # rows that were decoding at the block's start
@@ -79,7 +77,6 @@ class Block:
     context: np.ndarray  # [K] total KV tokens read by the decode part of each step
     num_exact: int
     conf: Optional[np.ndarray] = None  # [K, N, G]
-    step_shift: Optional[np.ndarray] = None  # [K, N]
 
     @cached_property
     def anchors(self) -> np.ndarray:
@@ -110,7 +107,10 @@ def plan_block(policy: ArmPolicy, roster: Roster, num_steps: int, store=None) ->
         active, _, context = inputs(emitted)
         zeros = np.zeros_like(emitted)
         return Block(zeros, zeros, emitted, active, context, num_steps)
-    draws = store.gather(roster.request_id, np.maximum(decode_step, 0), roster.step_shift)
+    # a request decodes at most `remaining` more steps: later rows of the block are never read (it is inactive
+    # there), so they repeat its last possible step instead of asking the store for draws nobody needs
+    last_step = (roster.steps + roster.remaining - 1)[None, :]
+    draws = store.gather(roster.request_id, np.minimum(np.maximum(decode_step, 0), last_step))
     lagged = _lagged(policy, roster, draws["conf"], decode_step) if policy.lag_steps else None
     # first guess: every drafted position verified (what load-aware schedulers do at low load)
     guess = np.where(joined, np.minimum(draws["true_accepted"], policy.gamma) + 1, 0)
@@ -131,7 +131,7 @@ def plan_block(policy: ArmPolicy, roster: Roster, num_steps: int, store=None) ->
             break
         guess = emitted
     # costs read the context the emissions imply (the guess's may differ where decisions ignore context)
-    return Block(lengths, accepted, emitted, active, actual_context, num_exact, draws["conf"], draws["step_shift"])
+    return Block(lengths, accepted, emitted, active, actual_context, num_exact, draws["conf"])
 
 
 class _Inputs:
@@ -207,11 +207,8 @@ def commit_block(decode: DecodeSet, roster: Roster, block: Block, count: int) ->
         "remaining": roster.remaining - emitted,
         "context": roster.context + emitted,
         "steps": roster.steps + np.add.reduce(active, axis=0),
-        "step_shift": roster.step_shift,
         "history": roster.history.copy() if lag else roster.history,
     }
-    if block.step_shift is not None:
-        state["step_shift"] = np.where(active[-1], block.step_shift[count - 1], roster.step_shift)
     if lag and block.conf is not None:
         first = max(0, count - lag)
         steps = roster.steps[None, :] + np.arange(first, count)[:, None] - roster.join[None, :]

@@ -61,7 +61,7 @@ class ArmPolicy:
 class DecodeSet:
     """The requests decoding on one replica, in admission order, stored in preallocated columns."""
 
-    COLUMNS = ("request_id", "remaining", "context", "steps", "step_shift", "history")
+    COLUMNS = ("request_id", "remaining", "context", "steps", "history")
 
     def __init__(self, policy: ArmPolicy, store=None, capacity: int = 16) -> None:
         self.policy = policy
@@ -73,7 +73,6 @@ class DecodeSet:
             "remaining": np.zeros(capacity, dtype=np.int64),  # tokens still to emit
             "context": np.zeros(capacity, dtype=np.int64),  # KV tokens held
             "steps": np.zeros(capacity, dtype=np.int64),  # decode steps done
-            "step_shift": np.zeros(capacity),  # the step-difficulty process z at the last step
             "history": np.zeros((capacity, lag, gamma)),  # last `lag` steps' confidences, by step % lag
         }
         self._views()

@@ -38,28 +38,33 @@ class ArmDraws:
 
     def generate(
         self, request_ids: np.ndarray, request_logit: np.ndarray, first_step: np.ndarray,
-        previous_shift: np.ndarray, num_steps: int,
+        previous_shift: np.ndarray, num_steps: np.ndarray,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Draws of decode steps first_step[r] .. first_step[r] + num_steps - 1 of each request r.
+        """Draws of decode steps first_step[r] .. first_step[r] + num_steps[r] - 1 of each request r.
 
         request_logit [R, G] is L[domain] + delta_r (see :meth:`request_shift`); previous_shift is z at each
-        request's step before first_step (ignored where that is 0). Returns the head's calibrated conditional
-        acceptance estimates [R, T, G], how many leading positions the target accepts if all G are verified
-        [R, T], and the step-difficulty process z [R, T]. Two hashes per (request, step, position) feed
-        everything: the accept uniform and the token noise (stream ACCEPT), the head's noise and, at position 0,
-        the step innovation (stream NOISE).
+        request's step before first_step (ignored where that is 0). Rows are ragged: request r's steps come
+        after request r-1's, M = sum(num_steps) rows in all. Returns the head's calibrated conditional acceptance
+        estimates [M, G], how many leading positions the target accepts if all G are verified [M], and the
+        step-difficulty process z [M]. Two hashes per (request, step, position) feed everything: the accept
+        uniform and the token noise (stream ACCEPT), the head's noise and, at position 0, the step innovation
+        (stream NOISE). Each value depends on its key only, not on what else is drawn with it.
         """
         het, confidence = self.heterogeneity, self.confidence
-        steps = first_step[:, None] + np.arange(num_steps)[None, :]  # [R, T]
-        keys = crn.pack(request_ids[:, None, None], steps[:, :, None], np.arange(self.gamma)[None, None, :])
+        num_steps = np.asarray(num_steps, dtype=np.int64)
+        row_request = np.repeat(np.arange(len(request_ids)), num_steps)  # [M]
+        offset = np.add.accumulate(num_steps) - num_steps
+        step_in = np.arange(len(row_request)) - offset[row_request]  # each row's step within its request's run
+        steps = first_step[row_request] + step_in
+        keys = crn.pack(request_ids[row_request][:, None], steps[:, None], np.arange(self.gamma)[None, :])
         bits = crn.hashed(self.seed, crn.ACCEPT, keys)
         noise_bits = None
         if het.step_logit_sd > 0.0 or confidence.noise_logit_sd > 0.0:
             noise_bits = crn.rehash(bits, crn.NOISE)
-        logit = request_logit[:, None, :]
-        shift = self._step_shift(steps, previous_shift, noise_bits)
+        logit = request_logit[row_request]
+        shift = self._step_shift(steps, row_request, step_in, first_step, previous_shift, noise_bits)
         if het.step_logit_sd > 0.0:
-            logit = logit + shift[:, :, None]
+            logit = logit + shift[:, None]
         if het.token_logit_sd > 0.0:
             logit = logit + het.token_logit_sd * ndtri(crn.low_uniform(bits))
         accepted = crn.high_uniform(bits) < expit(logit)
@@ -72,16 +77,18 @@ class ArmDraws:
         conf = np.broadcast_to(expit(head), steps.shape + (self.gamma,))
         return conf, true_accepted, shift
 
-    def _step_shift(self, steps: np.ndarray, previous: np.ndarray, noise_bits) -> np.ndarray:
-        """z[r, t]: z_0 ~ N(0, sd^2); z_t = rho z_{t-1} + sqrt(1 - rho^2) sd eta_t (stationary AR(1)) along
-        each row of ``steps`` [R, T]; eta_t (and z_0 / sd at t = 0) is the normal from the low half of the NOISE
-        bits at position 0."""
+    def _step_shift(self, steps, row_request, step_in, first_step, previous, noise_bits) -> np.ndarray:
+        """z at each row: z_0 ~ N(0, sd^2); z_t = rho z_{t-1} + sqrt(1 - rho^2) sd eta_t (stationary AR(1)) along
+        each request's run of steps; eta_t (and z_0 / sd at t = 0) is the normal from the low half of the NOISE
+        bits at position 0. The filter runs over a [R, longest run] grid, one row per request."""
         het = self.heterogeneity
         sd, rho = het.step_logit_sd, het.step_correlation
         if sd == 0.0:
             return np.zeros(steps.shape)
-        normal = ndtri(crn.low_uniform(noise_bits[:, :, 0]))
+        normal = ndtri(crn.low_uniform(noise_bits[:, 0]))
         innovation = np.where(steps == 0, sd, np.sqrt(1.0 - rho * rho) * sd) * normal
-        carried = np.where(steps[:, 0] == 0, 0.0, previous)
-        shift, _ = lfilter([1.0], [1.0, -rho], innovation, axis=1, zi=(rho * carried)[:, None])
-        return shift
+        grid = np.zeros((len(first_step), int(step_in.max(initial=-1)) + 1))
+        grid[row_request, step_in] = innovation
+        carried = np.where(first_step == 0, 0.0, previous)
+        shift, _ = lfilter([1.0], [1.0, -rho], grid, axis=1, zi=(rho * carried)[:, None])
+        return shift[row_request, step_in]

@@ -1,9 +1,9 @@
 """Draws made ahead, many requests at a time: one arm's store of each request's next decode steps.
 
 Drawing per block costs a few dozen numpy calls whatever the block's size, and on a busy replica a block is a
-single step. The store instead draws a request's first ``FIRST_STEPS`` decode steps together with the next
-``BATCH`` requests' (requests start in about id order), and later steps in batches of the requests about to run
-out. Blocks gather what they need with one fancy index per array. The values are the keyed draws of
+single step. The store instead draws about the steps a request is expected to need when it starts, in one call
+together with the next ``BATCH`` requests (requests start in about id order), and tops up in batches the
+requests about to run out. Each call draws a ragged run of steps per request. Blocks gather what they need with one fancy index per array. The values are the keyed draws of
 :class:`simlab.engine.draws.ArmDraws`, so they do not depend on when or with whom they were drawn.
 """
 
@@ -14,14 +14,16 @@ import numpy as np
 from simlab.engine.draws import ArmDraws
 
 SLOT_STEPS = 128  # most decode steps drawn at a time for one request
-MIN_STEPS = 16  # fewest
+SLACK_STEPS = 4  # drawn beyond the expected steps
 BATCH = 64  # requests drawn together when one starts
 TOP_UP_WITHIN = 32  # when one row runs out, rows within this many steps of their end are topped up too
-MARGIN = 1.25  # steps drawn = expected steps to the request's end x MARGIN (rounded up to MIN_STEPS)
+MARGIN = 1.25  # steps drawn = expected steps to the request's end x MARGIN + SLACK_STEPS
 
 
 class DrawStore:
-    """Per request: a slot of ``SLOT_STEPS`` rows of draws and the decode step its first row holds."""
+    """Per request: a slot of ``SLOT_STEPS`` rows of draws, the decode step its first row holds and how many
+    rows are drawn. The step-difficulty process z is kept with the draws, so that extending a request's run
+    continues it."""
 
     def __init__(self, draws: ArmDraws, base_logit_of, output_tokens: np.ndarray, tokens_per_step: float) -> None:
         self.draws = draws
@@ -40,9 +42,9 @@ class DrawStore:
         self.step_shift = np.zeros(capacity * SLOT_STEPS)
         self._free = list(range(capacity - 1, -1, -1))
 
-    def gather(self, request_ids: np.ndarray, own_steps: np.ndarray, step_shift: np.ndarray) -> dict:
-        """Draws of decode steps ``own_steps`` [K, N] (consecutive along K) of each request; ``step_shift`` [N] is
-        z at each request's step before ``own_steps[0]`` (continues the process when more steps are drawn)."""
+    def gather(self, request_ids: np.ndarray, own_steps: np.ndarray) -> dict:
+        """Draws of decode steps ``own_steps`` [K, N] (non-decreasing along K, starting at each request's next
+        step) of each request."""
         first, last = own_steps[0], own_steps[-1]
         missing = self.slot[request_ids] < 0
         if missing.any():
@@ -50,13 +52,11 @@ class DrawStore:
         end = self.start[request_ids] + self.length[request_ids]
         short = last >= end
         if short.any():
-            # top up every row near its end with it, so that top-ups come in batches
+            # extend every row near its end with it, so that extensions come in batches
             near = last + TOP_UP_WITHIN >= end
-            remaining = self._output_tokens[request_ids[near]] - 1 - first[near]  # decode steps still possible
-            self._draw_grouped(request_ids[near], first[near], step_shift[near], remaining, last[near] - first[near] + 1)
+            self._extend(request_ids[near], first[near], last[near])
         index = self.slot[request_ids][None, :] * SLOT_STEPS + (own_steps - self.start[request_ids][None, :])
-        return {"conf": self.conf[index], "true_accepted": self.true_accepted[index],
-                "step_shift": self.step_shift[index]}
+        return {"conf": self.conf[index], "true_accepted": self.true_accepted[index]}
 
     def release(self, request_ids: np.ndarray) -> None:
         """Free the slots of finished requests."""
@@ -71,35 +71,52 @@ class DrawStore:
         upcoming = range(int(request_ids.min()), min(int(request_ids.max()) + BATCH, self._num_requests))
         ids.update(r for r in upcoming if self.slot[r] < 0 and not self._done[r])
         batch = np.array(sorted(ids), dtype=np.int64)
-        zeros = np.zeros(len(batch), dtype=np.int64)
-        self._draw_grouped(batch, zeros, np.zeros(len(batch)), self._output_tokens[batch] - 1, np.ones(len(batch)))
-
-    def _draw_grouped(self, request_ids, first_step, step_shift, steps_left, at_least) -> None:
-        """Draw for each request about the steps it is expected to need (at least ``at_least``), grouped by
-        length (a multiple of MIN_STEPS) so that one call serves requests of similar length."""
-        expected = np.ceil(steps_left / self._tokens_per_step * MARGIN)
-        wanted = np.minimum(np.maximum(np.maximum(expected, at_least), MIN_STEPS), SLOT_STEPS)
-        lengths = (np.ceil(wanted / MIN_STEPS) * MIN_STEPS).astype(np.int64)
-        for length in np.unique(lengths):
-            group = lengths == length
-            self._draw(request_ids[group], first_step[group], step_shift[group], int(length))
-
-    def _draw(self, request_ids: np.ndarray, first_step: np.ndarray, step_shift: np.ndarray, num_steps: int) -> None:
-        old = self.slot[request_ids]
-        self._free.extend(int(s) for s in old if s >= 0)
-        while len(self._free) < len(request_ids):
+        while len(self._free) < len(batch):
             self._grow()
-        slots = np.array([self._free.pop() for _ in range(len(request_ids))], dtype=np.int64)
+        slots = np.array([self._free.pop() for _ in range(len(batch))], dtype=np.int64)
+        zeros = np.zeros(len(batch), dtype=np.int64)
+        num_steps = self._wanted(self._output_tokens[batch] - 1, 1)
+        self._draw(batch, slots, zeros, zeros, np.zeros(len(batch)), num_steps)
+        self.slot[batch] = slots
+        self.start[batch] = 0
+        self.length[batch] = num_steps
+
+    def _extend(self, request_ids: np.ndarray, first: np.ndarray, last: np.ndarray) -> None:
+        """Drop the steps before ``first`` and draw more after the last one held (at least through ``last``)."""
+        slots, start = self.slot[request_ids], self.start[request_ids]
+        end = start + self.length[request_ids]
+        kept = end - first
+        # move the steps still ahead (first .. end-1) to the front of each slot
+        src = np.repeat(slots * SLOT_STEPS + first - start - (np.add.accumulate(kept) - kept), kept)
+        dst = np.repeat(slots * SLOT_STEPS - (np.add.accumulate(kept) - kept), kept)
+        moved = np.arange(len(src))
+        self.conf[dst + moved] = self.conf[src + moved]
+        self.true_accepted[dst + moved] = self.true_accepted[src + moved]
+        self.step_shift[dst + moved] = self.step_shift[src + moved]
+        previous = self.step_shift[slots * SLOT_STEPS + end - 1 - start]  # z at the last step held
+        wanted = self._wanted(self._output_tokens[request_ids] - 1 - first, last - first + 1)
+        num_steps = np.minimum(np.maximum(wanted - kept, np.maximum(last - end + 1, 1)), SLOT_STEPS - kept)
+        self._draw(request_ids, slots, kept, end, previous, num_steps)
+        self.start[request_ids] = first
+        self.length[request_ids] = kept + num_steps
+
+    def _wanted(self, steps_left: np.ndarray, at_least) -> np.ndarray:
+        """Steps to hold from a request's next one: about those it is expected to need, at least ``at_least``."""
+        expected = np.ceil(steps_left / self._tokens_per_step * MARGIN).astype(np.int64)
+        wanted = np.maximum(np.minimum(expected + SLACK_STEPS, steps_left), at_least)
+        return np.minimum(wanted, SLOT_STEPS).astype(np.int64)
+
+    def _draw(self, request_ids, slots, offset_in_slot, first_step, previous_shift, num_steps) -> None:
+        """Draw ``num_steps`` steps of each request from ``first_step`` into its slot from ``offset_in_slot``."""
         conf, true_accepted, shift = self.draws.generate(
-            request_ids, self._logit_of(request_ids), first_step, step_shift, num_steps
+            request_ids, self._logit_of(request_ids), first_step, previous_shift, num_steps
         )
-        rows = (slots[:, None] * SLOT_STEPS + np.arange(num_steps)[None, :]).ravel()
-        self.conf[rows] = conf.reshape(-1, conf.shape[-1])
-        self.true_accepted[rows] = true_accepted.ravel()
-        self.step_shift[rows] = shift.ravel()
-        self.slot[request_ids] = slots
-        self.start[request_ids] = first_step
-        self.length[request_ids] = num_steps
+        # row i of the draws is step (i - run_start) of its request's run
+        run_start = np.add.accumulate(num_steps) - num_steps
+        rows = np.repeat(slots * SLOT_STEPS + offset_in_slot - run_start, num_steps) + np.arange(len(true_accepted))
+        self.conf[rows] = conf
+        self.true_accepted[rows] = true_accepted
+        self.step_shift[rows] = shift
 
     def _grow(self) -> None:
         old = len(self.true_accepted) // SLOT_STEPS

@@ -60,8 +60,7 @@ class Grid:
     ``values[i][j]`` is the value at ``rows[i]``, ``cols[j]``.
     """
 
-    __slots__ = ("rows", "cols", "values", "_row_curves", "_rows_arr", "_cols_arr", "_values_arr", "_values_flat",
-                 "_located")
+    __slots__ = ("rows", "cols", "values", "_row_curves", "_rows_arr", "_cols_arr", "_values_arr", "_values_flat")
 
     def __init__(self, rows: Sequence[float], cols: Sequence[float], values: Sequence[Sequence[float]]) -> None:
         if len(values) != len(rows) or any(len(v) != len(cols) for v in values):
@@ -81,7 +80,6 @@ class Grid:
             cols_arr, values_arr = np.append(cols_arr, cols_arr[0] + 1.0), np.hstack([values_arr, values_arr])
         self._rows_arr, self._cols_arr, self._values_arr = rows_arr, cols_arr, values_arr
         self._values_flat = np.ascontiguousarray(values_arr).ravel()
-        self._located: dict[bytes, tuple[np.ndarray, np.ndarray]] = {}
 
     def at(self, row: float, col: float) -> float:
         """The grid at one point."""
@@ -96,43 +94,14 @@ class Grid:
         high = self._row_curves[i].at(col)
         return low + (high - low) * w
 
-    def _columns_located(self, col: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """:func:`_locate` of a column vector, memoised (schedulers ask for the same batch range every step)."""
-        key = col.tobytes()
-        located = self._located.get(key)
-        if located is None:
-            if len(self._located) >= 4096:
-                self._located.clear()
-            located = self._located[key] = _locate(self._cols_arr, col)
-        return located
-
-    def _blend(self, row: float) -> np.ndarray:
-        """The grid's values along the columns at one row position (the same arithmetic as the vector path)."""
-        rows, z = self._rows_arr, self._values_arr
-        r = min(max(row, rows[0]), rows[-1])
-        i = min(max(bisect_right(self.rows, r) - 1, 0), len(rows) - 2)
-        w = (r - rows[i]) / (rows[i + 1] - rows[i])
-        return z[i] + (z[i + 1] - z[i]) * w
-
     def __call__(self, row: np.ndarray, col: np.ndarray) -> np.ndarray:
         """The grid at ``(row, col)`` broadcast together (e.g. rows ``[S, 1]`` and columns ``[S, n]``).
 
         Each axis is located on its own shape before broadcasting, so a curve over n columns at S contexts
-        costs O(S + n) searches and one O(S * n) blend.
+        costs O(S + n) searches and one O(S * n) blend. Integer batches go faster through :class:`BatchLookup`.
         """
         row, col = np.asarray(row, dtype=float), np.asarray(col, dtype=float)
         z = self._values_arr
-        if row.ndim == 2 and row.shape[1] == 1 and col.ndim == 2 and col.shape[0] == 1:
-            # S contexts x one row of n columns (a scheduler's curve): blend the two grid rows around each
-            # context into one curve, then interpolate it at the columns (located once and cached)
-            if row.shape[0] == 1:
-                blended = self._blend(float(row[0, 0]))[None, :]
-            else:
-                i, wr = _locate(self._rows_arr, row[:, 0])
-                blended = z[i] + (z[i + 1] - z[i]) * wr[:, None]
-            j, wc = self._columns_located(col[0])
-            low = blended[:, j]
-            return low + (blended[:, j + 1] - low) * wc
         i, wr = _locate(self._rows_arr, row)
         j, wc = _locate(self._cols_arr, col)
         flat, width = self._values_flat, z.shape[1]
@@ -142,6 +111,43 @@ class Grid:
         top = z00 + (z01 - z00) * wc
         bottom = z10 + (z11 - z10) * wc
         return top + (bottom - top) * wr
+
+
+class BatchLookup:
+    """A grid (or curve) tabulated at every integer batch 0..D, for integer batch tokens: one gather per grid
+    row and one blend across rows, with the same arithmetic as :meth:`Grid.__call__` (columns, then rows).
+
+    ``padded`` [D + 1] is the column each integer batch reads (CUDA-graph padding applied). Batches above D read
+    D, which is exact when the grid is flat from D on. Batch 0 costs 0.
+    """
+
+    __slots__ = ("_flat", "_width", "_last", "_rows_arr")
+
+    def __init__(self, grid: "Grid | None", curve: "Curve | None", padded: np.ndarray) -> None:
+        if grid is not None:
+            j, wc = _locate(grid._cols_arr, padded)
+            z = grid._values_arr
+            table = z[:, j] + (z[:, j + 1] - z[:, j]) * wc  # [grid rows, D + 1]
+            self._rows_arr = grid._rows_arr
+        else:
+            table = curve(padded)[None, :]  # type: ignore[misc]
+            self._rows_arr = None
+        table[:, 0] = 0.0
+        self._width = table.shape[1]
+        self._last = self._width - 1
+        self._flat = np.ascontiguousarray(table).ravel()
+
+    def __call__(self, batch_tokens: np.ndarray, row: np.ndarray | float) -> np.ndarray:
+        """Values at integer ``batch_tokens`` (>= 0) and ``row`` (context tokens), broadcast together."""
+        b = np.minimum(batch_tokens, self._last)
+        if self._rows_arr is None:
+            value = self._flat[b]
+            shape = np.broadcast_shapes(b.shape, np.shape(row))
+            return value if value.shape == shape else np.broadcast_to(value, shape).copy()
+        i, wr = _locate(self._rows_arr, np.asarray(row, dtype=float))
+        index = i * self._width + b
+        top = self._flat[index]
+        return top + (self._flat[index + self._width] - top) * wr
 
 
 def _locate(axis: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -18,9 +18,10 @@ import numpy as np
 from simlab.config.hardware import CostCurve, TableHardware
 from simlab.hardware.base import ArrayOrFloat, CostModel, check_method, is_array
 from simlab.hardware.buckets import Buckets
-from simlab.hardware.curves import Curve, Grid
+from simlab.hardware.curves import BatchLookup, Curve, Grid
 
 _ZERO = Curve.constant(0.0)
+MAX_LOOKUP_BATCH = 65536  # integer batches tabulated for vectorised verify costs (when the grid is flat beyond)
 
 
 def _draft_curve(entry: Optional[CostCurve]) -> Curve:
@@ -53,11 +54,19 @@ class TableCostModel(CostModel):
         self._parallel = _draft_curve(cfg.draft.parallel)
         self._sequential_head = _draft_curve(cfg.draft.sequential_head)
         self._prefill_per_token_s = float(cfg.prefill.per_token_s)
+        # flat beyond the last column and the largest bucket: every integer batch above reads the same value
+        flat_from = int(np.ceil(max(verify.batch_tokens[-1], self.buckets.largest)))
+        self._lookup: Optional[BatchLookup] = None
+        if flat_from <= MAX_LOOKUP_BATCH:
+            padded = self.buckets.pad_array(np.arange(flat_from + 1))
+            self._lookup = BatchLookup(self._grid, self._curve, padded)
 
     def verify_s(
         self, batch_tokens: ArrayOrFloat, context_tokens: ArrayOrFloat = 0.0, num_requests: ArrayOrFloat = 1
     ) -> ArrayOrFloat:
         if is_array(batch_tokens, context_tokens):
+            if self._lookup is not None and isinstance(batch_tokens, np.ndarray) and batch_tokens.dtype.kind in "iu":
+                return self._lookup(batch_tokens, context_tokens)
             padded = self.buckets.pad_array(batch_tokens)
             b = np.asarray(batch_tokens, dtype=float)
             if self._grid is not None:
