@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simlab.schedulers import ScheduleInputs, make_scheduler
-from simlab.schedulers.path import survival
+from simlab.schedulers.path import build_path, survival
 
 
 def linear_cost(fixed_s, per_token_s):
@@ -179,3 +179,26 @@ def test_survival_masks_positions_beyond_max_len():
     a = survival(np.full((1, 2, 3), 0.5), np.array([[3, 1]]))
     assert a[0, 0].tolist() == [0.5, 0.25, 0.125]
     assert a[0, 1].tolist() == [0.5, -1.0, -1.0]
+
+
+@settings(max_examples=200, deadline=None)
+@given(steps=st.integers(1, 3), num_requests=st.integers(1, 6), gamma=st.integers(1, 5), seed=st.integers(0, 10**6),
+       levels=st.integers(1, 4))
+def test_path_lengths_equal_a_stable_sort_of_the_candidates(steps, num_requests, gamma, seed, levels):
+    """Admitting K along the path = the first K of a stable descending sort (ties in (request, position) order),
+    counted per request; coarse confidences make many ties."""
+    rng = np.random.default_rng(seed)
+    conf = rng.integers(1, levels + 1, size=(steps, num_requests, gamma)) / levels
+    max_len = rng.integers(0, gamma + 1, size=(steps, num_requests))
+    a = survival(conf, max_len)
+    path = build_path(a)
+    num_admitted = np.array([rng.integers(0, int(v) + 1) for v in path.num_valid])
+    flat = a.reshape(steps, -1)
+    order = np.argsort(-flat, axis=-1, kind="stable")
+    expected = np.zeros((steps, num_requests), dtype=np.int64)
+    for s in range(steps):
+        chosen = order[s, : num_admitted[s]]
+        assert (flat[s, chosen] >= 0).all()
+        expected[s] = np.bincount(chosen // gamma, minlength=num_requests)
+    assert np.array_equal(path.lengths(num_admitted), expected)
+    assert np.array_equal(path.values, np.take_along_axis(flat, order, axis=-1))

@@ -54,7 +54,7 @@ class Roster:
     @classmethod
     def build(cls, decode: DecodeSet, joiners: list[tuple[int, int, int, int]]) -> "Roster":
         """``joiners``: (request id, domain, tokens to emit after the first, KV tokens after the first token)."""
-        columns = {name: getattr(decode, name).copy() for name in DecodeSet.COLUMNS}  # not views: commit rewrites
+        columns = {name: getattr(decode, name) for name in DecodeSet.COLUMNS}  # never written in place
         join = np.zeros(len(decode), dtype=np.int64)
         if joiners:
             extra = new_decoders(joiners, decode.history.shape[1:])

@@ -30,6 +30,9 @@ class ArmPolicy:
         Scalars give a float; arrays (per-step counts and totals) give an array."""
         if np.ndim(num_requests) == 0 and np.ndim(context_tokens) == 0:
             return self._draft_one(int(num_requests), float(context_tokens))
+        if np.size(num_requests) == 1 and np.size(context_tokens) == 1:
+            one = self._draft_one(int(np.asarray(num_requests).flat[0]), float(np.asarray(context_tokens).flat[0]))
+            return np.full(np.broadcast_shapes(np.shape(num_requests), np.shape(context_tokens)), one)
         counts, contexts = np.broadcast_arrays(np.asarray(num_requests), np.asarray(context_tokens, dtype=float))
         if self.gamma == 0:
             return np.zeros(counts.shape)
@@ -59,56 +62,34 @@ class ArmPolicy:
 
 
 class DecodeSet:
-    """The requests decoding on one replica, in admission order, stored in preallocated columns."""
+    """The requests decoding on one replica, in admission order, as columns.
+
+    Columns are never written in place: every change installs new arrays, so a block's roster can hold the
+    current ones without copying them."""
 
     COLUMNS = ("request_id", "remaining", "context", "steps", "history")
 
-    def __init__(self, policy: ArmPolicy, store=None, capacity: int = 16) -> None:
+    def __init__(self, policy: ArmPolicy, store=None) -> None:
         self.policy = policy
         self.store = store  # the arm's DrawStore (None without drafting)
         gamma, lag = policy.gamma, max(policy.lag_steps, 1)
-        self._size = 0
-        self._store = {
-            "request_id": np.zeros(capacity, dtype=np.int64),
-            "remaining": np.zeros(capacity, dtype=np.int64),  # tokens still to emit
-            "context": np.zeros(capacity, dtype=np.int64),  # KV tokens held
-            "steps": np.zeros(capacity, dtype=np.int64),  # decode steps done
-            "history": np.zeros((capacity, lag, gamma)),  # last `lag` steps' confidences, by step % lag
-        }
-        self._views()
-
-    def _views(self) -> None:
-        for name in self.COLUMNS:
-            setattr(self, name, self._store[name][: self._size])
+        self.request_id = np.zeros(0, dtype=np.int64)
+        self.remaining = np.zeros(0, dtype=np.int64)  # tokens still to emit
+        self.context = np.zeros(0, dtype=np.int64)  # KV tokens held
+        self.steps = np.zeros(0, dtype=np.int64)  # decode steps done
+        self.history = np.zeros((0, lag, gamma))  # last `lag` steps' confidences, by step % lag
 
     def __len__(self) -> int:
-        return self._size
+        return len(self.request_id)
 
     def extend(self, columns: dict[str, np.ndarray]) -> None:
         """Append rows (every column of :attr:`COLUMNS`, same length), e.g. requests that joined in a block."""
-        count = len(columns["request_id"])
-        if count == 0:
-            return
-        store, size = self._store, self._size
-        if size + count > len(store["request_id"]):
-            capacity = max(size + count, 2 * len(store["request_id"]))
-            for name, column in store.items():
-                grown = np.zeros((capacity,) + column.shape[1:], dtype=column.dtype)
-                grown[:size] = column[:size]
-                store[name] = grown
-        for name in self.COLUMNS:
-            store[name][size : size + count] = columns[name]
-        self._size = size + count
-        self._views()
+        if len(columns["request_id"]):
+            for name in self.COLUMNS:
+                setattr(self, name, np.concatenate([getattr(self, name), columns[name]]))
 
     def overwrite(self, columns: dict[str, np.ndarray]) -> None:
-        """Replace every row with ``columns`` (every column of :attr:`COLUMNS`, the same length each)."""
-        count = len(columns["request_id"])
-        store = self._store
-        if count > len(store["request_id"]):
-            for name, column in store.items():
-                store[name] = np.zeros((max(count, 2 * len(column)),) + column.shape[1:], dtype=column.dtype)
+        """Replace every row with ``columns`` (every column of :attr:`COLUMNS`, the same length each; the
+        arrays are kept, not copied, and must not be written afterwards)."""
         for name in self.COLUMNS:
-            store[name][:count] = columns[name]
-        self._size = count
-        self._views()
+            setattr(self, name, columns[name])

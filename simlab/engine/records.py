@@ -33,8 +33,9 @@ class StepLog:
     def __len__(self) -> int:
         return self._size
 
-    def append(self, num_rows: int, **columns) -> None:
-        """Append ``num_rows`` rows; every column is a scalar or an array of that length."""
+    def append(self, num_rows: int, **columns) -> int:
+        """Append ``num_rows`` rows; every column is a scalar or an array of that length (missing ones are 0).
+        Returns the index of the first row."""
         end = self._size + num_rows
         if end > len(self._columns["t_s"]):
             capacity = max(end, 2 * len(self._columns["t_s"]))
@@ -42,9 +43,16 @@ class StepLog:
                 grown = np.zeros(capacity, dtype=old.dtype)
                 grown[: self._size] = old[: self._size]
                 self._columns[name] = grown
-        for name in STEP_COLUMNS:
-            self._columns[name][self._size : end] = columns.get(name, 0)
+        start = self._size
+        for name, column in self._columns.items():
+            column[start:end] = columns.get(name, 0)
         self._size = end
+        return start
+
+    def add_to(self, row: int, **columns) -> None:
+        """Add to the values of one row."""
+        for name, value in columns.items():
+            self._columns[name][row] += value
 
     def columns(self) -> dict[str, np.ndarray]:
         """The rows in time order (replicas append whole blocks, so raw order interleaves them by block)."""
@@ -74,29 +82,44 @@ class RequestLog:
         )
 
 
-@dataclass
 class PositionCounts:
     """Per draft position k: how often it was verified, reached (verified with every earlier position
-    accepted) and accepted. Denominators are counted per position, as verify lengths vary."""
+    accepted) and accepted. Denominators are counted per position, as verify lengths vary.
 
-    verified: np.ndarray
-    reached: np.ndarray
-    accepted: np.ndarray
+    Adding keeps three histograms (of verify lengths, of reached lengths and of accepted counts) in one
+    bincount; the per-position counts are read from them."""
+
+    def __init__(self, gamma: int) -> None:
+        self.gamma = gamma
+        self._histogram = np.zeros(3 * (gamma + 1), dtype=np.int64)
 
     @classmethod
     def empty(cls, gamma: int) -> "PositionCounts":
-        return cls(*(np.zeros(gamma, dtype=np.int64) for _ in range(3)))
+        return cls(gamma)
 
     def add(self, lengths: np.ndarray, accepted: np.ndarray) -> None:
         """lengths/accepted: verify lengths and accepted counts of some request-steps (any shape)."""
-        gamma = len(self.verified)
+        gamma = self.gamma
         if gamma == 0 or lengths.size == 0:
             return
-        self.verified += _at_least(lengths, gamma)
-        self.reached += _at_least(np.minimum(lengths, accepted + 1), gamma)
-        self.accepted += _at_least(accepted, gamma)
+        lengths, accepted = lengths.ravel(), accepted.ravel()
+        reached = np.minimum(lengths, accepted + 1)
+        keys = np.concatenate([lengths, reached + (gamma + 1), accepted + 2 * (gamma + 1)])
+        self._histogram += np.bincount(keys, minlength=3 * (gamma + 1))
 
+    def _at_least(self, which: int) -> np.ndarray:
+        """[gamma] how many of histogram ``which``'s values are >= k, for k = 1..gamma."""
+        counts = self._histogram[which * (self.gamma + 1) : (which + 1) * (self.gamma + 1)]
+        return counts[::-1].cumsum()[::-1][1:]
 
-def _at_least(values: np.ndarray, gamma: int) -> np.ndarray:
-    """[gamma] how many values are >= k, for k = 1..gamma."""
-    return np.bincount(values.ravel(), minlength=gamma + 1)[::-1].cumsum()[::-1][1 : gamma + 1]
+    @property
+    def verified(self) -> np.ndarray:
+        return self._at_least(0)
+
+    @property
+    def reached(self) -> np.ndarray:
+        return self._at_least(1)
+
+    @property
+    def accepted(self) -> np.ndarray:
+        return self._at_least(2)

@@ -92,12 +92,13 @@ class Replica:
         context = block.context[:exact].astype(float)
         requests = np.maximum(anchors, 1)
         verify_s = np.where(anchors > 0, run.cost.verify_s(decode_tokens, context, requests), 0.0)
-        step_s = policy.draft_s(anchors, context) + verify_s
+        draft_s = policy.draft_s(anchors, context)
+        step_s = draft_s + verify_s
         late = prefill is None  # prefill chunks handed out after planning the decode part
         if late:
             prefill = _Prefill.allocate(self, min(engine.prefill_budget, engine.max_batch_tokens - int(decode_tokens[0])))
         if prefill.tokens:
-            step_s[0] = policy.draft_s(int(anchors[0]), float(context[0])) + run.cost.step_s(
+            step_s[0] = draft_s[0] + run.cost.step_s(
                 int(decode_tokens[0]), float(context[0]), int(anchors[0]), prefill.tokens, prefill.attn_pairs
             )
         ends = np.add.accumulate(np.concatenate([[self.clock_s], step_s]))[1:]
@@ -162,19 +163,17 @@ class Replica:
                 prefill) -> None:
         run = self.run
         lengths, accepted = block.lengths[:count], block.accepted[:count]
-        run.positions.add(lengths[block.active[:count]], accepted[block.active[:count]])
+        run.positions.add(lengths, accepted)  # rows sitting a step out verify and accept 0: not counted
         anchors = block.anchors[:count]
-        emitted = np.add.reduce(block.emitted[:count], axis=1)
-        prefill_tokens = np.zeros(count, dtype=np.int64)
-        prefill_tokens[0] = prefill.tokens
-        num_prefilling = np.zeros(count, dtype=np.int64)
-        num_prefilling[0] = prefill.num_requests
-        run.steps.append(
-            count, t_s=np.concatenate([[self.clock_s], ends[:-1]]), step_s=step_s, replica=self.index,
-            num_requests=anchors + num_prefilling, decode_requests=anchors,
-            batch_tokens=decode_tokens + prefill_tokens, verify_tokens=np.add.reduce(lengths, axis=1),
-            accepted_tokens=np.add.reduce(accepted, axis=1), emitted_tokens=emitted, prefill_tokens=prefill_tokens,
+        row = run.steps.append(
+            count, t_s=self.clock_s if count == 1 else np.concatenate([[self.clock_s], ends[:-1]]), step_s=step_s,
+            replica=self.index, num_requests=anchors, decode_requests=anchors, batch_tokens=decode_tokens,
+            verify_tokens=np.add.reduce(lengths, axis=1), accepted_tokens=np.add.reduce(accepted, axis=1),
+            emitted_tokens=np.add.reduce(block.emitted[:count], axis=1),
         )
+        if prefill.num_requests:  # the prefill part of the block's first step
+            run.steps.add_to(row, num_requests=prefill.num_requests, batch_tokens=prefill.tokens,
+                             prefill_tokens=prefill.tokens)
 
     def _release(self, done: list[tuple[float, int]]) -> None:
         run = self.run

@@ -1,8 +1,9 @@
 """The survival-sorted candidate path shared by the load-aware schedulers.
 
 Every (request r, position j) pair is a candidate worth a_{r,j} = prod_{i<=j} c_hat_{r,i} expected tokens.
-Sorting all candidates by a descending (ties by position) keeps each request's admitted positions a prefix,
-because a is non-increasing in j. Admitting the first K candidates of the path gives K verify tokens.
+Sorting all candidates by a descending (ties in (request, position) order) keeps each request's admitted
+positions a prefix, because a is non-increasing in j. Admitting the first K candidates of the path gives K
+verify tokens.
 """
 
 from __future__ import annotations
@@ -25,10 +26,11 @@ def survival(conf: np.ndarray, max_len: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Path:
-    """Candidates of each step sorted by survival: ``order`` indexes the flattened [R*G] candidates."""
+    """Candidates of each step sorted by survival. Admitting the first K of step s admits every candidate above
+    ``values[s, K-1]`` and, among those equal to it, the first ones in (request, position) order."""
 
-    order: np.ndarray  # [S, R*G]
-    values: np.ndarray  # [S, R*G] survival along the path (invalid ones last, as -1)
+    survival: np.ndarray  # [S, R, G] the candidates' values (invalid ones -1)
+    values: np.ndarray  # [S, R*G] survival along the path, descending (invalid ones last, as -1)
     num_valid: np.ndarray  # [S]
     num_requests: int  # rows R
     gamma: int
@@ -37,7 +39,6 @@ class Path:
     @property
     def gained(self) -> np.ndarray:
         """[S, n + 1] expected tokens after admitting K = 0..n candidates: R + the sum of their survival.
-
         Entries past ``num_valid`` are meaningless; callers mask them with :func:`cap`."""
         steps, n = self.values.shape
         out = np.empty((steps, n + 1))
@@ -54,27 +55,32 @@ class Path:
 
     def lengths(self, num_admitted: np.ndarray) -> np.ndarray:
         """Per-request verify lengths [S, R] when the first ``num_admitted[s]`` candidates are admitted."""
-        steps, n = self.order.shape
-        request = self.order // self.gamma
-        if steps == 1:
-            return np.bincount(request[0, : int(num_admitted[0])], minlength=self.num_requests)[None, :]
-        admitted = np.arange(n)[None, :] < num_admitted[:, None]
-        flat = (request + (np.arange(steps) * self.num_requests)[:, None])[admitted]
-        return np.bincount(flat, minlength=steps * self.num_requests).reshape(steps, self.num_requests)
+        a = self.survival
+        steps = a.shape[0]
+        some = num_admitted > 0
+        # the K-th value of the path; nothing is admitted where K = 0 (no candidate is above 2)
+        cut = np.where(some, self.values[np.arange(steps), np.maximum(num_admitted, 1) - 1], 2.0)[:, None, None]
+        at_least_cut = a >= cut
+        if (np.add.reduce(at_least_cut.reshape(steps, -1), axis=-1) == num_admitted).all():
+            return np.add.reduce(at_least_cut, axis=-1)  # no tie straddles the cut
+        above = a > cut
+        # ties at the cut: the first (K - those above) of them in (request, position) order
+        tied = (a == cut).reshape(steps, -1)
+        room = num_admitted - np.add.reduce(above.reshape(steps, -1), axis=-1)
+        admitted = above | (tied & (np.add.accumulate(tied, axis=-1) <= room[:, None])).reshape(a.shape)
+        return np.add.reduce(admitted, axis=-1)
 
 
 def build_path(a: np.ndarray, anchors: np.ndarray | None = None) -> Path:
-    """Sort the candidates of each step in ``a`` [S, R, G] by survival, descending (stable: ties by position).
+    """Sort the candidates of each step in ``a`` [S, R, G] by survival, descending.
 
     ``anchors`` [S] counts the requests in each step's batch (default: all R rows)."""
     steps, num_requests, gamma = a.shape
-    flat = a.reshape(steps, num_requests * gamma)
-    order = (-flat).argsort(axis=-1, kind="stable")
-    values = flat[np.arange(steps)[:, None], order]
+    values = np.sort(a.reshape(steps, num_requests * gamma), axis=-1)[:, ::-1]
     num_valid = np.add.reduce(values > _INVALID / 2, axis=-1)
     if anchors is None or (anchors == num_requests).all():
         anchors = num_requests
-    return Path(order=order, values=values, num_valid=num_valid, num_requests=num_requests, gamma=gamma,
+    return Path(survival=a, values=values, num_valid=num_valid, num_requests=num_requests, gamma=gamma,
                 anchors=anchors)
 
 
