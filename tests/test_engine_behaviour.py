@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+import simlab.engine.drawstore as drawstore_module
 import simlab.engine.replica as replica_module
 from helpers import run_cli, simulate, write_scenario
 
@@ -79,6 +80,25 @@ def test_blocks_of_steps_equal_single_steps(tmp_path, monkeypatch, variant):
     for name in blocked:
         pd.testing.assert_frame_equal(blocked[name].steps, single[name].steps, check_exact=True)
         pd.testing.assert_frame_equal(blocked[name].requests, single[name].requests, check_exact=True)
+
+
+def test_results_do_not_depend_on_how_draws_are_made_ahead(tmp_path, monkeypatch):
+    """Scarce draws (drawn short of what requests need, so blocks stop where a request runs out and the store
+    extends runs often) give the same steps and requests as the default sizing and as single steps."""
+    path = write_scenario(tmp_path, mixed_scenario())
+    default = simulate(path)
+    extensions = []
+    extend = drawstore_module.DrawStore._extend
+    monkeypatch.setattr(drawstore_module.DrawStore, "_extend",
+                        lambda self, *args: extensions.append(len(args[0])) or extend(self, *args))
+    for name, value in {"MARGIN": 0.3, "NEED_MARGIN": 0.3, "SLACK_STEPS": 0, "TOP_UP_WITHIN": 0,
+                        "SLOT_STEPS": 16, "BATCH": 3}.items():
+        monkeypatch.setattr(drawstore_module, name, value)
+    scarce = simulate(path)
+    assert len(extensions) > 1000  # the scarce store really ran out often
+    for name in default:
+        pd.testing.assert_frame_equal(default[name].steps, scarce[name].steps, check_exact=True)
+        pd.testing.assert_frame_equal(default[name].requests, scarce[name].requests, check_exact=True)
 
 
 def test_same_seed_same_summary_and_another_seed_differs(tmp_path):

@@ -109,8 +109,11 @@ def plan_block(policy: ArmPolicy, roster: Roster, num_steps: int, store=None) ->
         return Block(zeros, zeros, emitted, active, context, num_steps)
     # a request decodes at most `remaining` more steps: later rows of the block are never read (it is inactive
     # there), so they repeat its last possible step instead of asking the store for draws nobody needs
-    last_step = (roster.steps + roster.remaining - 1)[None, :]
-    draws = store.gather(roster.request_id, np.minimum(np.maximum(decode_step, 0), last_step))
+    own_step = np.minimum(np.maximum(decode_step, 0), (roster.steps + roster.remaining - 1)[None, :])
+    draws = store.gather(roster.request_id, own_step, roster.remaining)
+    # the store may hold fewer steps than the block spans for requests expected to finish sooner: a step where
+    # such a request is still active is not exact
+    lacking = own_step - own_step[0] >= draws["held"][None, :]
     lagged = _lagged(policy, roster, draws["conf"], decode_step) if policy.lag_steps else None
     # first guess: every drafted position verified (what load-aware schedulers do at low load)
     guess = np.where(joined, np.minimum(draws["true_accepted"], policy.gamma) + 1, 0)
@@ -126,7 +129,11 @@ def plan_block(policy: ArmPolicy, roster: Roster, num_steps: int, store=None) ->
         differs = np.logical_or.reduce(actual_max_len != max_len, axis=1) | np.logical_or.reduce(actual_active != active, axis=1)
         if policy.reads_context:
             differs |= actual_context != context
+        undrawn = np.logical_or.reduce(actual_active & lacking, axis=1)
         num_exact = int(differs.argmax()) if np.logical_or.reduce(differs) else num_steps
+        if np.logical_or.reduce(undrawn[:num_exact]):
+            num_exact = int(undrawn.argmax())  # more passes cannot get past it
+            break
         if num_exact == num_steps:
             break
         guess = emitted
@@ -211,10 +218,9 @@ def commit_block(decode: DecodeSet, roster: Roster, block: Block, count: int) ->
     }
     if lag and block.conf is not None:
         first = max(0, count - lag)
-        steps = roster.steps[None, :] + np.arange(first, count)[:, None] - roster.join[None, :]
-        rows = np.broadcast_to(np.arange(len(roster))[None, :], steps.shape)
-        write = active[first:]
-        state["history"][rows[write], steps[write] % lag] = block.conf[first:count][write]
+        k, rows = np.nonzero(active[first:])  # the last `lag` steps, where each request decoded
+        steps = roster.steps[rows] + (first + k) - roster.join[rows]
+        state["history"][rows, steps % lag] = block.conf[first + k, rows]
     finished = state["remaining"] <= 0
     if decode.store is not None and np.logical_or.reduce(finished):
         decode.store.release(roster.request_id[finished])

@@ -23,6 +23,7 @@ class ArmPolicy:
     max_batch_tokens: int
     prior_conf: np.ndarray  # [G] stands in for lagged confidences a request does not have yet
     _draft_by_requests: dict = field(default_factory=dict, repr=False, compare=False)
+    _draft_table: list = field(default_factory=lambda: [np.zeros(0)], repr=False, compare=False)  # [by count]
 
     def draft_s(self, num_requests, context_tokens):
         """Drafter seconds per step for ``num_requests`` requests holding ``context_tokens`` KV tokens in total.
@@ -30,15 +31,19 @@ class ArmPolicy:
         Scalars give a float; arrays (per-step counts and totals) give an array."""
         if np.ndim(num_requests) == 0 and np.ndim(context_tokens) == 0:
             return self._draft_one(int(num_requests), float(context_tokens))
-        if np.size(num_requests) == 1 and np.size(context_tokens) == 1:
-            one = self._draft_one(int(np.asarray(num_requests).flat[0]), float(np.asarray(context_tokens).flat[0]))
-            return np.full(np.broadcast_shapes(np.shape(num_requests), np.shape(context_tokens)), one)
-        counts, contexts = np.broadcast_arrays(np.asarray(num_requests), np.asarray(context_tokens, dtype=float))
+        shape = np.broadcast_shapes(np.shape(num_requests), np.shape(context_tokens))
         if self.gamma == 0:
-            return np.zeros(counts.shape)
-        if not self.cost.draft_reads_context:
-            contexts = np.zeros(counts.shape)
-        return np.array([self._draft_one(r, c) for r, c in zip(counts.tolist(), contexts.tolist())])
+            return np.zeros(shape)
+        if not self.cost.draft_reads_context:  # a function of the request count: read from a table of counts
+            counts = np.asarray(num_requests, dtype=np.int64)
+            table = self._draft_table[0]
+            largest = int(counts.max(initial=0))
+            if largest >= len(table):
+                table = np.array([self._draft_one(r, 0.0) for r in range(max(largest + 1, 2 * len(table), 256))])
+                self._draft_table[0] = table
+            return np.broadcast_to(table[counts], shape).copy() if counts.shape != shape else table[counts]
+        counts, contexts = np.broadcast_arrays(np.asarray(num_requests), np.asarray(context_tokens, dtype=float))
+        return np.array([self._draft_one(r, c) for r, c in zip(counts.tolist(), contexts.tolist())]).reshape(shape)
 
     def _draft_one(self, num_requests: int, context_tokens: float) -> float:
         if self.gamma == 0 or num_requests == 0:

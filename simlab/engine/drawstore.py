@@ -10,6 +10,7 @@ requests about to run out. Each call draws a ragged run of steps per request. Bl
 from __future__ import annotations
 
 import numpy as np
+from scipy.special import expit
 
 from simlab.engine.draws import ArmDraws
 
@@ -17,7 +18,8 @@ SLOT_STEPS = 128  # most decode steps drawn at a time for one request
 SLACK_STEPS = 4  # drawn beyond the expected steps
 BATCH = 64  # requests drawn together when one starts
 TOP_UP_WITHIN = 32  # when one row runs out, rows within this many steps of their end are topped up too
-MARGIN = 1.25  # steps drawn = expected steps to the request's end x MARGIN + SLACK_STEPS
+MARGIN = 1.5  # steps drawn = expected steps to the request's end x MARGIN + SLACK_STEPS
+NEED_MARGIN = 1.2  # a block extends the draws of requests holding fewer than this x expected steps + SLACK_STEPS
 
 
 class DrawStore:
@@ -25,38 +27,52 @@ class DrawStore:
     rows are drawn. The step-difficulty process z is kept with the draws, so that extending a request's run
     continues it."""
 
-    def __init__(self, draws: ArmDraws, base_logit_of, output_tokens: np.ndarray, tokens_per_step: float) -> None:
+    def __init__(self, draws: ArmDraws, base_logit_of, output_tokens: np.ndarray) -> None:
         self.draws = draws
         self._logit_of = base_logit_of  # request ids -> [n, G] base logits plus difficulty
         self._output_tokens = output_tokens
-        self._tokens_per_step = max(tokens_per_step, 1.0)  # sizes the draws only
         num_requests = len(output_tokens)
         self._num_requests = num_requests
         self.slot = np.full(num_requests, -1, dtype=np.int64)
         self.start = np.zeros(num_requests, dtype=np.int64)
         self.length = np.zeros(num_requests, dtype=np.int64)
         self._done = np.zeros(num_requests, dtype=bool)
+        self._first_rate = np.ones(num_requests)  # tokens per step expected before a request's first step
         capacity = 2 * BATCH
         self.conf = np.zeros((capacity * SLOT_STEPS, draws.gamma))
         self.true_accepted = np.zeros(capacity * SLOT_STEPS, dtype=np.int64)
         self.step_shift = np.zeros(capacity * SLOT_STEPS)
         self._free = list(range(capacity - 1, -1, -1))
 
-    def gather(self, request_ids: np.ndarray, own_steps: np.ndarray) -> dict:
+    def gather(self, request_ids: np.ndarray, own_steps: np.ndarray, remaining: np.ndarray) -> dict:
         """Draws of decode steps ``own_steps`` [K, N] (non-decreasing along K, starting at each request's next
-        step) of each request."""
+        step) of each request; ``remaining`` [N] is the tokens each has still to emit.
+
+        Each request gets at least the steps it is expected to need (``held`` [N] says how many steps from its
+        first are real draws; rows beyond repeat the last one held and must not be used)."""
         first, last = own_steps[0], own_steps[-1]
         missing = self.slot[request_ids] < 0
-        if missing.any():
+        if np.logical_or.reduce(missing):
             self._start_batch(request_ids[missing])
         end = self.start[request_ids] + self.length[request_ids]
-        short = last >= end
-        if short.any():
+        if own_steps.shape[0] == 1:
+            needed = 1
+        else:  # the steps of the block each request may decode, generously (blocks stop where draws run out)
+            expected = np.ceil(remaining / self._rate(request_ids, first, remaining) * NEED_MARGIN) + SLACK_STEPS
+            needed = np.maximum(np.minimum(expected, last - first + 1), 1)
+        short = end - first < needed
+        if np.logical_or.reduce(short):
             # extend every row near its end with it, so that extensions come in batches
-            near = last + TOP_UP_WITHIN >= end
-            self._extend(request_ids[near], first[near], last[near])
-        index = self.slot[request_ids][None, :] * SLOT_STEPS + (own_steps - self.start[request_ids][None, :])
-        return {"conf": self.conf[index], "true_accepted": self.true_accepted[index]}
+            near = end - first < needed + TOP_UP_WITHIN
+            self._extend(request_ids[near], first[near], remaining[near], np.broadcast_to(needed, near.shape)[near])
+            end = self.start[request_ids] + self.length[request_ids]
+        index = self.slot[request_ids][None, :] * SLOT_STEPS + (np.minimum(own_steps, end - 1) - self.start[request_ids])
+        return {"conf": self.conf[index], "true_accepted": self.true_accepted[index], "held": end - first}
+
+    def _rate(self, request_ids: np.ndarray, first: np.ndarray, remaining: np.ndarray) -> np.ndarray:
+        """Tokens per step each request is expected to emit: so far, or (before its first step) from its logits."""
+        emitted = self._output_tokens[request_ids] - 1 - remaining
+        return np.where(first > 0, np.maximum(emitted, 1) / np.maximum(first, 1), self._first_rate[request_ids])
 
     def release(self, request_ids: np.ndarray) -> None:
         """Free the slots of finished requests."""
@@ -75,14 +91,16 @@ class DrawStore:
             self._grow()
         slots = np.array([self._free.pop() for _ in range(len(batch))], dtype=np.int64)
         zeros = np.zeros(len(batch), dtype=np.int64)
-        num_steps = self._wanted(self._output_tokens[batch] - 1, 1)
+        # tokens per step if every drafted position were verified, from each request's logits
+        self._first_rate[batch] = 1.0 + np.add.reduce(np.multiply.accumulate(expit(self._logit_of(batch)), axis=1), axis=1)
+        num_steps = self._wanted(self._output_tokens[batch] - 1, self._first_rate[batch], 1)
         self._draw(batch, slots, zeros, zeros, np.zeros(len(batch)), num_steps)
         self.slot[batch] = slots
         self.start[batch] = 0
         self.length[batch] = num_steps
 
-    def _extend(self, request_ids: np.ndarray, first: np.ndarray, last: np.ndarray) -> None:
-        """Drop the steps before ``first`` and draw more after the last one held (at least through ``last``)."""
+    def _extend(self, request_ids: np.ndarray, first: np.ndarray, remaining: np.ndarray, at_least: np.ndarray) -> None:
+        """Drop the steps before ``first`` and draw more after the last one held (``at_least`` from ``first``)."""
         slots, start = self.slot[request_ids], self.start[request_ids]
         end = start + self.length[request_ids]
         kept = end - first
@@ -94,16 +112,17 @@ class DrawStore:
         self.true_accepted[dst + moved] = self.true_accepted[src + moved]
         self.step_shift[dst + moved] = self.step_shift[src + moved]
         previous = self.step_shift[slots * SLOT_STEPS + end - 1 - start]  # z at the last step held
-        wanted = self._wanted(self._output_tokens[request_ids] - 1 - first, last - first + 1)
-        num_steps = np.minimum(np.maximum(wanted - kept, np.maximum(last - end + 1, 1)), SLOT_STEPS - kept)
+        wanted = self._wanted(remaining, self._rate(request_ids, first, remaining), at_least)
+        num_steps = np.minimum(np.maximum(wanted - kept, 1), SLOT_STEPS - kept)
         self._draw(request_ids, slots, kept, end, previous, num_steps)
         self.start[request_ids] = first
         self.length[request_ids] = kept + num_steps
 
-    def _wanted(self, steps_left: np.ndarray, at_least) -> np.ndarray:
+    @staticmethod
+    def _wanted(tokens_left: np.ndarray, tokens_per_step: np.ndarray, at_least) -> np.ndarray:
         """Steps to hold from a request's next one: about those it is expected to need, at least ``at_least``."""
-        expected = np.ceil(steps_left / self._tokens_per_step * MARGIN).astype(np.int64)
-        wanted = np.maximum(np.minimum(expected + SLACK_STEPS, steps_left), at_least)
+        expected = np.ceil(tokens_left / tokens_per_step * MARGIN).astype(np.int64)
+        wanted = np.maximum(np.minimum(expected + SLACK_STEPS, tokens_left), at_least)
         return np.minimum(wanted, SLOT_STEPS).astype(np.int64)
 
     def _draw(self, request_ids, slots, offset_in_slot, first_step, previous_shift, num_steps) -> None:

@@ -54,8 +54,7 @@ class ArmRun:
                 logits = base[domain[ids]]
                 return logits + shift[ids][:, None] if shift is not None else logits
 
-            tokens_per_step = 1.0 + float(np.multiply.accumulate(policy.prior_conf).sum())
-            self.draw_store = DrawStore(policy.draws, base_logit_of, requests.output_tokens, tokens_per_step)
+            self.draw_store = DrawStore(policy.draws, base_logit_of, requests.output_tokens)
         self.log = RequestLog.empty(len(requests))
         self.steps = StepLog()
         self.positions = PositionCounts.empty(policy.gamma)

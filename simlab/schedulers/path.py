@@ -8,8 +8,6 @@ verify tokens.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 _INVALID = -1.0
@@ -24,17 +22,20 @@ def survival(conf: np.ndarray, max_len: np.ndarray) -> np.ndarray:
     return np.where(np.arange(gamma) < max_len[..., None], a, _INVALID)
 
 
-@dataclass(frozen=True)
 class Path:
     """Candidates of each step sorted by survival. Admitting the first K of step s admits every candidate above
     ``values[s, K-1]`` and, among those equal to it, the first ones in (request, position) order."""
 
-    survival: np.ndarray  # [S, R, G] the candidates' values (invalid ones -1)
-    values: np.ndarray  # [S, R*G] survival along the path, descending (invalid ones last, as -1)
-    num_valid: np.ndarray  # [S]
-    num_requests: int  # rows R
-    gamma: int
-    anchors: np.ndarray | int  # requests in the batch at each step ([S], or R for every step)
+    __slots__ = ("survival", "values", "num_valid", "num_requests", "gamma", "anchors")
+
+    def __init__(self, survival: np.ndarray, values: np.ndarray, num_valid: np.ndarray, num_requests: int,
+                 gamma: int, anchors: np.ndarray | int) -> None:
+        self.survival = survival  # [S, R, G] the candidates' values (invalid ones -1)
+        self.values = values  # [S, R*G] survival along the path, descending (invalid ones last, as -1)
+        self.num_valid = num_valid  # [S]
+        self.num_requests = num_requests  # rows R
+        self.gamma = gamma
+        self.anchors = anchors  # requests in the batch at each step ([S], or R for every step)
 
     @property
     def gained(self) -> np.ndarray:
@@ -61,7 +62,7 @@ class Path:
         # the K-th value of the path; nothing is admitted where K = 0 (no candidate is above 2)
         cut = np.where(some, self.values[np.arange(steps), np.maximum(num_admitted, 1) - 1], 2.0)[:, None, None]
         at_least_cut = a >= cut
-        if (np.add.reduce(at_least_cut.reshape(steps, -1), axis=-1) == num_admitted).all():
+        if np.logical_and.reduce(np.add.reduce(at_least_cut.reshape(steps, -1), axis=-1) == num_admitted):
             return np.add.reduce(at_least_cut, axis=-1)  # no tie straddles the cut
         above = a > cut
         # ties at the cut: the first (K - those above) of them in (request, position) order
@@ -78,7 +79,7 @@ def build_path(a: np.ndarray, anchors: np.ndarray | None = None) -> Path:
     steps, num_requests, gamma = a.shape
     values = np.sort(a.reshape(steps, num_requests * gamma), axis=-1)[:, ::-1]
     num_valid = np.add.reduce(values > _INVALID / 2, axis=-1)
-    if anchors is None or (anchors == num_requests).all():
+    if anchors is None or np.logical_and.reduce(anchors == num_requests):
         anchors = num_requests
     return Path(survival=a, values=values, num_valid=num_valid, num_requests=num_requests, gamma=gamma,
                 anchors=anchors)

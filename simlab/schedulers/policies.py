@@ -48,11 +48,11 @@ def hardware_aware(inp: ScheduleInputs) -> np.ndarray:
 
 def _budget_from(inp: ScheduleInputs, conf: np.ndarray, max_len: np.ndarray, *, with_draft: bool) -> np.ndarray:
     """The total budget K maximising the objective along the path built from ``conf`` (global argmax)."""
-    steps = conf.shape[0]
     path = build_path(survival(conf, max_len), inp.num_requests)
     seconds = path.seconds(inp.verify_s)
     if with_draft:
-        seconds = np.broadcast_to(np.asarray(inp.draft_s, dtype=float), (steps,))[:, None] + seconds
+        draft_s = np.asarray(inp.draft_s, dtype=float)
+        seconds = (draft_s[:, None] if draft_s.ndim else draft_s) + seconds
     return argmax_budget(path.gained / seconds, cap(path.num_valid, inp.token_budget))
 
 
