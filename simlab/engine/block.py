@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Optional
 
 import numpy as np
 
@@ -25,7 +24,7 @@ from simlab.schedulers import ScheduleInputs
 MAX_PASSES = 3
 
 
-def new_decoders(joiners: list[tuple[int, int, int, int]], history_shape: tuple) -> dict[str, np.ndarray]:
+def new_decoders(joiners: list[tuple[int, int, int, int]]) -> dict[str, np.ndarray]:
     """Decode-set columns for requests about to decode their first step: (request id, domain, tokens to emit
     after the first, KV tokens after the first token)."""
     count = len(joiners)
@@ -35,7 +34,6 @@ def new_decoders(joiners: list[tuple[int, int, int, int]], history_shape: tuple)
         "remaining": remaining,
         "context": context,
         "steps": np.zeros(count, dtype=np.int64),
-        "history": np.zeros((count,) + tuple(history_shape)),
     }
 
 
@@ -47,7 +45,6 @@ class Roster:
     remaining: np.ndarray  # tokens still to emit
     context: np.ndarray  # KV tokens held when decoding (starts)
     steps: np.ndarray  # decode steps done before the block
-    history: np.ndarray  # [N, lag, G]
     join: np.ndarray
     num_decoding: int  # rows that were decoding at the block's start
 
@@ -57,7 +54,7 @@ class Roster:
         columns = {name: getattr(decode, name) for name in DecodeSet.COLUMNS}  # never written in place
         join = np.zeros(len(decode), dtype=np.int64)
         if joiners:
-            extra = new_decoders(joiners, decode.history.shape[1:])
+            extra = new_decoders(joiners)
             columns = {name: np.concatenate([columns[name], extra[name]]) for name in DecodeSet.COLUMNS}
             join = np.concatenate([join, np.ones(len(joiners), dtype=np.int64)])
         return cls(**columns, join=join, num_decoding=len(decode))
@@ -76,7 +73,6 @@ class Block:
     active: np.ndarray  # [K, N] decoding at step k
     context: np.ndarray  # [K] total KV tokens read by the decode part of each step
     num_exact: int
-    conf: Optional[np.ndarray] = None  # [K, N, G]
 
     @cached_property
     def anchors(self) -> np.ndarray:
@@ -114,7 +110,9 @@ def plan_block(policy: ArmPolicy, roster: Roster, num_steps: int, store=None) ->
     # the store may hold fewer steps than the block spans for requests expected to finish sooner: a step where
     # such a request is still active is not exact
     lacking = own_step - own_step[0] >= draws["held"][None, :]
-    lagged = _lagged(policy, roster, draws["conf"], decode_step) if policy.lag_steps else None
+    lagged = None
+    if policy.lag_steps:  # each request's confidences `lag` decode steps earlier (the prior before it has any)
+        lagged = np.where(draws["lagged_known"][..., None], draws["lagged_conf"], policy.prior_conf)
     # first guess: every drafted position verified (what load-aware schedulers do at low load)
     guess = np.where(joined, np.minimum(draws["true_accepted"], policy.gamma) + 1, 0)
     for _ in range(MAX_PASSES if num_steps > 1 else 1):
@@ -138,7 +136,7 @@ def plan_block(policy: ArmPolicy, roster: Roster, num_steps: int, store=None) ->
             break
         guess = emitted
     # costs read the context the emissions imply (the guess's may differ where decisions ignore context)
-    return Block(lengths, accepted, emitted, active, actual_context, num_exact, draws["conf"])
+    return Block(lengths, accepted, emitted, active, actual_context, num_exact)
 
 
 class _Inputs:
@@ -187,40 +185,18 @@ def _schedule(policy: ArmPolicy, draws, active, max_len, context, lagged) -> np.
     return policy.scheduler(inputs)
 
 
-def _lagged(policy: ArmPolicy, roster: Roster, conf: np.ndarray, decode_step: np.ndarray) -> np.ndarray:
-    """Each request's confidences ``lag`` decode steps before each step (the prior before it has any)."""
-    lag = policy.lag_steps
-    num_steps = conf.shape[0]
-    source = decode_step - lag  # [K, N]
-    rows = np.arange(len(roster))[None, :]
-    stored = roster.history[rows, source % lag]
-    lagged = np.where((source >= 0)[..., None], stored, policy.prior_conf)
-    if num_steps > lag:
-        # within the block: the request's own row `lag` steps earlier, once it had decoded there
-        in_block = (np.arange(lag, num_steps)[:, None] - lag >= roster.join[None, :])[..., None]
-        lagged[lag:] = np.where(in_block, conf[: num_steps - lag], lagged[lag:])
-    return lagged
-
-
 def commit_block(decode: DecodeSet, roster: Roster, block: Block, count: int) -> np.ndarray:
     """Apply the first ``count`` steps: update the decode set (add joiners, drop finished requests).
 
     Returns the roster rows that finished."""
     emitted = np.add.reduce(block.emitted[:count], axis=0)
     active = block.active[:count]
-    lag = decode.policy.lag_steps
     state = {
         "request_id": roster.request_id,
         "remaining": roster.remaining - emitted,
         "context": roster.context + emitted,
         "steps": roster.steps + np.add.reduce(active, axis=0),
-        "history": roster.history.copy() if lag else roster.history,
     }
-    if lag and block.conf is not None:
-        first = max(0, count - lag)
-        k, rows = np.nonzero(active[first:])  # the last `lag` steps, where each request decoded
-        steps = roster.steps[rows] + (first + k) - roster.join[rows]
-        state["history"][rows, steps % lag] = block.conf[first + k, rows]
     finished = state["remaining"] <= 0
     if decode.store is not None and np.logical_or.reduce(finished):
         decode.store.release(roster.request_id[finished])

@@ -72,17 +72,15 @@ class DecodeSet:
     Columns are never written in place: every change installs new arrays, so a block's roster can hold the
     current ones without copying them."""
 
-    COLUMNS = ("request_id", "remaining", "context", "steps", "history")
+    COLUMNS = ("request_id", "remaining", "context", "steps")
 
     def __init__(self, policy: ArmPolicy, store=None) -> None:
         self.policy = policy
         self.store = store  # the arm's DrawStore (None without drafting)
-        gamma, lag = policy.gamma, max(policy.lag_steps, 1)
         self.request_id = np.zeros(0, dtype=np.int64)
         self.remaining = np.zeros(0, dtype=np.int64)  # tokens still to emit
         self.context = np.zeros(0, dtype=np.int64)  # KV tokens held
         self.steps = np.zeros(0, dtype=np.int64)  # decode steps done
-        self.history = np.zeros((0, lag, gamma))  # last `lag` steps' confidences, by step % lag
 
     def __len__(self) -> int:
         return len(self.request_id)

@@ -27,8 +27,9 @@ class DrawStore:
     rows are drawn. The step-difficulty process z is kept with the draws, so that extending a request's run
     continues it."""
 
-    def __init__(self, draws: ArmDraws, base_logit_of, output_tokens: np.ndarray) -> None:
+    def __init__(self, draws: ArmDraws, base_logit_of, output_tokens: np.ndarray, lag_steps: int = 0) -> None:
         self.draws = draws
+        self.lag_steps = lag_steps  # steps kept before a request's next one (for lagged confidences)
         self._logit_of = base_logit_of  # request ids -> [n, G] base logits plus difficulty
         self._output_tokens = output_tokens
         num_requests = len(output_tokens)
@@ -66,8 +67,14 @@ class DrawStore:
             near = end - first < needed + TOP_UP_WITHIN
             self._extend(request_ids[near], first[near], remaining[near], np.broadcast_to(needed, near.shape)[near])
             end = self.start[request_ids] + self.length[request_ids]
-        index = self.slot[request_ids][None, :] * SLOT_STEPS + (np.minimum(own_steps, end - 1) - self.start[request_ids])
-        return {"conf": self.conf[index], "true_accepted": self.true_accepted[index], "held": end - first}
+        base = self.slot[request_ids] * SLOT_STEPS - self.start[request_ids]
+        index = base + np.minimum(own_steps, end - 1)
+        out = {"conf": self.conf[index], "true_accepted": self.true_accepted[index], "held": end - first}
+        if self.lag_steps:  # confidences `lag` steps earlier; None where a request had not decoded that far yet
+            source = own_steps - self.lag_steps
+            out["lagged_conf"] = self.conf[base + np.minimum(np.maximum(source, self.start[request_ids]), end - 1)]
+            out["lagged_known"] = source >= 0
+        return out
 
     def _rate(self, request_ids: np.ndarray, first: np.ndarray, remaining: np.ndarray) -> np.ndarray:
         """Tokens per step each request is expected to emit: so far, or (before its first step) from its logits."""
@@ -100,12 +107,14 @@ class DrawStore:
         self.length[batch] = num_steps
 
     def _extend(self, request_ids: np.ndarray, first: np.ndarray, remaining: np.ndarray, at_least: np.ndarray) -> None:
-        """Drop the steps before ``first`` and draw more after the last one held (``at_least`` from ``first``)."""
+        """Drop the steps before ``first`` (but ``lag_steps``) and draw more after the last one held (``at_least``
+        from ``first``)."""
         slots, start = self.slot[request_ids], self.start[request_ids]
         end = start + self.length[request_ids]
-        kept = end - first
-        # move the steps still ahead (first .. end-1) to the front of each slot
-        src = np.repeat(slots * SLOT_STEPS + first - start - (np.add.accumulate(kept) - kept), kept)
+        keep_from = np.maximum(first - self.lag_steps, start)
+        kept = end - keep_from
+        # move the steps kept (keep_from .. end-1) to the front of each slot
+        src = np.repeat(slots * SLOT_STEPS + keep_from - start - (np.add.accumulate(kept) - kept), kept)
         dst = np.repeat(slots * SLOT_STEPS - (np.add.accumulate(kept) - kept), kept)
         moved = np.arange(len(src))
         self.conf[dst + moved] = self.conf[src + moved]
@@ -113,9 +122,9 @@ class DrawStore:
         self.step_shift[dst + moved] = self.step_shift[src + moved]
         previous = self.step_shift[slots * SLOT_STEPS + end - 1 - start]  # z at the last step held
         wanted = self._wanted(remaining, self._rate(request_ids, first, remaining), at_least)
-        num_steps = np.minimum(np.maximum(wanted - kept, 1), SLOT_STEPS - kept)
+        num_steps = np.minimum(np.maximum(wanted - (end - first), 1), SLOT_STEPS - kept)
         self._draw(request_ids, slots, kept, end, previous, num_steps)
-        self.start[request_ids] = first
+        self.start[request_ids] = keep_from
         self.length[request_ids] = kept + num_steps
 
     @staticmethod

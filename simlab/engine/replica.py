@@ -118,7 +118,7 @@ class Replica:
         finished = commit_block(decode, roster, block, count)
         run.log.steps[roster.request_id] += np.add.reduce(block.active[:count], axis=0)
         if late and prefill.joiners:  # they decode from the next iteration
-            decode.extend(new_decoders(prefill.joiners, decode.history.shape[1:]))
+            decode.extend(new_decoders(prefill.joiners))
         for request_id in [j[0] for j in prefill.joiners] + prefill.single_token:
             run.log.first_token_s[request_id] = ends[0]
         done = []

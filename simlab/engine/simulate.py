@@ -54,7 +54,7 @@ class ArmRun:
                 logits = base[domain[ids]]
                 return logits + shift[ids][:, None] if shift is not None else logits
 
-            self.draw_store = DrawStore(policy.draws, base_logit_of, requests.output_tokens)
+            self.draw_store = DrawStore(policy.draws, base_logit_of, requests.output_tokens, policy.lag_steps)
         self.log = RequestLog.empty(len(requests))
         self.steps = StepLog()
         self.positions = PositionCounts.empty(policy.gamma)
