@@ -31,19 +31,21 @@ class ArmPolicy:
         Scalars give a float; arrays (per-step counts and totals) give an array."""
         if np.ndim(num_requests) == 0 and np.ndim(context_tokens) == 0:
             return self._draft_one(int(num_requests), float(context_tokens))
-        shape = np.broadcast_shapes(np.shape(num_requests), np.shape(context_tokens))
         if self.gamma == 0:
-            return np.zeros(shape)
+            return np.zeros(np.broadcast_shapes(np.shape(num_requests), np.shape(context_tokens)))
         if not self.cost.draft_reads_context:  # a function of the request count: read from a table of counts
             counts = np.asarray(num_requests, dtype=np.int64)
             table = self._draft_table[0]
-            largest = int(counts.max(initial=0))
-            if largest >= len(table):
+            if np.maximum.reduce(counts, axis=None, initial=0) >= len(table):
+                largest = int(np.maximum.reduce(counts, axis=None))
                 table = np.array([self._draft_one(r, 0.0) for r in range(max(largest + 1, 2 * len(table), 256))])
                 self._draft_table[0] = table
-            return np.broadcast_to(table[counts], shape).copy() if counts.shape != shape else table[counts]
+            out = table[counts]
+            if np.ndim(context_tokens) and np.shape(context_tokens) != out.shape:
+                out = out + np.zeros(np.shape(context_tokens))  # broadcast with the context
+            return out
         counts, contexts = np.broadcast_arrays(np.asarray(num_requests), np.asarray(context_tokens, dtype=float))
-        return np.array([self._draft_one(r, c) for r, c in zip(counts.tolist(), contexts.tolist())]).reshape(shape)
+        return np.array([self._draft_one(r, c) for r, c in zip(counts.tolist(), contexts.tolist())]).reshape(counts.shape)
 
     def _draft_one(self, num_requests: int, context_tokens: float) -> float:
         if self.gamma == 0 or num_requests == 0:

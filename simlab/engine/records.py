@@ -86,29 +86,46 @@ class PositionCounts:
     """Per draft position k: how often it was verified, reached (verified with every earlier position
     accepted) and accepted. Denominators are counted per position, as verify lengths vary.
 
-    Adding keeps three histograms (of verify lengths, of reached lengths and of accepted counts) in one
-    bincount; the per-position counts are read from them."""
+    Adding keeps the verify lengths and accepted counts until enough have come, then folds them into three
+    histograms (of verify lengths, of reached lengths and of accepted counts) with one bincount; the
+    per-position counts are read from the histograms."""
+
+    FOLD_EVERY = 1 << 16  # request-steps kept before folding
 
     def __init__(self, gamma: int) -> None:
         self.gamma = gamma
         self._histogram = np.zeros(3 * (gamma + 1), dtype=np.int64)
+        self._pending: list[tuple[np.ndarray, np.ndarray]] = []
+        self._num_pending = 0
 
     @classmethod
     def empty(cls, gamma: int) -> "PositionCounts":
         return cls(gamma)
 
     def add(self, lengths: np.ndarray, accepted: np.ndarray) -> None:
-        """lengths/accepted: verify lengths and accepted counts of some request-steps (any shape)."""
-        gamma = self.gamma
-        if gamma == 0 or lengths.size == 0:
+        """lengths/accepted: verify lengths and accepted counts of some request-steps (any shape; not
+        modified afterwards)."""
+        if self.gamma == 0:
             return
-        lengths, accepted = lengths.ravel(), accepted.ravel()
+        self._pending.append((lengths, accepted))
+        self._num_pending += lengths.size
+        if self._num_pending >= self.FOLD_EVERY:
+            self._fold()
+
+    def _fold(self) -> None:
+        if not self._pending:
+            return
+        gamma = self.gamma
+        lengths = np.concatenate([pair[0].ravel() for pair in self._pending])
+        accepted = np.concatenate([pair[1].ravel() for pair in self._pending])
+        self._pending, self._num_pending = [], 0
         reached = np.minimum(lengths, accepted + 1)
         keys = np.concatenate([lengths, reached + (gamma + 1), accepted + 2 * (gamma + 1)])
         self._histogram += np.bincount(keys, minlength=3 * (gamma + 1))
 
     def _at_least(self, which: int) -> np.ndarray:
         """[gamma] how many of histogram ``which``'s values are >= k, for k = 1..gamma."""
+        self._fold()
         counts = self._histogram[which * (self.gamma + 1) : (which + 1) * (self.gamma + 1)]
         return counts[::-1].cumsum()[::-1][1:]
 

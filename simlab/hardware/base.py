@@ -86,4 +86,8 @@ def check_method(method: str) -> None:
 
 
 def is_array(*values: Any) -> bool:
-    return any(isinstance(v, np.ndarray) for v in values)
+    """Whether any of ``values`` is a numpy array."""
+    for value in values:
+        if isinstance(value, np.ndarray):
+            return True
+    return False
