@@ -109,12 +109,13 @@ def plan_block(policy: ArmPolicy, roster: Roster, num_steps: int, store=None) ->
     draws = store.gather(roster.request_id, own_step, roster.remaining)
     # the store may hold fewer steps than the block spans for requests expected to finish sooner: a step where
     # such a request is still active is not exact
-    lacking = own_step - own_step[0] >= draws["held"][None, :]
+    lacking = own_step - own_step[0] >= draws["held"][None, :] if num_steps > 1 else None
     lagged = None
     if policy.lag_steps:  # each request's confidences `lag` decode steps earlier (the prior before it has any)
         lagged = np.where(draws["lagged_known"][..., None], draws["lagged_conf"], policy.prior_conf)
     # first guess: every drafted position verified (what load-aware schedulers do at low load)
-    guess = np.where(joined, np.minimum(draws["true_accepted"], policy.gamma) + 1, 0)
+    # (a single step's inputs do not depend on emissions)
+    guess = np.where(joined, np.minimum(draws["true_accepted"], policy.gamma) + 1, 0) if num_steps > 1 else 0 * decode_step
     for _ in range(MAX_PASSES if num_steps > 1 else 1):
         active, max_len, context = inputs(guess)
         lengths = _schedule(policy, draws, active, max_len, context, lagged)

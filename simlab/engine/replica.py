@@ -101,19 +101,11 @@ class Replica:
             step_s[0] = draft_s[0] + run.cost.step_s(
                 int(decode_tokens[0]), float(context[0]), int(anchors[0]), prefill.tokens, prefill.attn_pairs
             )
-        ends = np.add.accumulate(np.concatenate([[self.clock_s], step_s]))[1:]
-        last = exact - 1
-        idle = np.flatnonzero(anchors[1:] == 0)  # everyone has finished: nothing left to step
-        if idle.size:
-            last = min(last, int(idle[0]))
-        finish_step = None
-        if self._finish_ends_block():
-            finish_step = block.finish_step(roster)
-            last = min(last, int(finish_step.min(initial=last)))
-        next_arrival = run.arrivals.next_arrival_s()
-        if next_arrival < ends[last]:
-            last = min(last, int(ends.searchsorted(next_arrival, side="left")))
-        count = last + 1
+        if exact == 1:
+            ends, count, finish_step = np.array([self.clock_s + step_s[0]]), 1, None
+        else:
+            ends = np.add.accumulate(np.concatenate([[self.clock_s], step_s]))[1:]
+            count, finish_step = self._block_end(block, roster, anchors, ends)
         self._record(block, count, ends[:count], step_s[:count], decode_tokens[:count], prefill)
         finished = commit_block(decode, roster, block, count)
         run.log.steps[roster.request_id] += np.add.reduce(block.active[:count], axis=0)
@@ -123,11 +115,31 @@ class Replica:
             run.log.first_token_s[request_id] = ends[0]
         done = []
         if np.logical_or.reduce(finished):
-            finish_step = block.finish_step(roster) if finish_step is None else finish_step
-            done = [(float(ends[finish_step[i]]), int(roster.request_id[i])) for i in np.flatnonzero(finished)]
+            if count == 1:
+                done = [(float(ends[0]), int(r)) for r in roster.request_id[finished]]
+            else:
+                finish_step = block.finish_step(roster) if finish_step is None else finish_step
+                done = [(float(ends[finish_step[i]]), int(roster.request_id[i])) for i in np.flatnonzero(finished)]
         done += [(float(ends[0]), request_id) for request_id in prefill.single_token]
         self._last_step_s = float(step_s[count - 1])
         return float(ends[count - 1]), lambda: self._release(sorted(done))
+
+    def _block_end(self, block, roster: Roster, anchors: np.ndarray, ends: np.ndarray):
+        """How many of the block's exact steps to commit: up to the first where nobody is left, where a finish
+        matters beyond the batch, or during which the next request arrives. Also returns each request's finish
+        step when it was needed."""
+        last = len(ends) - 1
+        idle = np.flatnonzero(anchors[1:] == 0)  # everyone has finished: nothing left to step
+        if idle.size:
+            last = min(last, int(idle[0]))
+        finish_step = None
+        if self._finish_ends_block():
+            finish_step = block.finish_step(roster)
+            last = min(last, int(np.minimum.reduce(finish_step, initial=last)))
+        next_arrival = self.run.arrivals.next_arrival_s()
+        if next_arrival < ends[last]:
+            last = min(last, int(ends.searchsorted(next_arrival, side="left")))
+        return last + 1, finish_step
 
     def _prefill_plan(self):
         """When every prefilling request completes in the next iteration whatever the scheduler decides, their
