@@ -14,7 +14,6 @@ a block commits at least one step, and the result equals stepping one iteration 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cached_property
 
 import numpy as np
 
@@ -63,26 +62,21 @@ class Roster:
         return len(self.request_id)
 
 
-@dataclass
 class Block:
     """K planned steps of a roster; steps 0..num_exact-1 are exact."""
 
-    lengths: np.ndarray  # [K, N] verify lengths
-    accepted: np.ndarray  # [K, N]
-    emitted: np.ndarray  # [K, N] tokens emitted (0 where inactive)
-    active: np.ndarray  # [K, N] decoding at step k
-    context: np.ndarray  # [K] total KV tokens read by the decode part of each step
-    num_exact: int
+    __slots__ = ("lengths", "accepted", "emitted", "active", "context", "num_exact", "anchors", "batch_tokens")
 
-    @cached_property
-    def anchors(self) -> np.ndarray:
-        """[K] requests decoding at each step."""
-        return np.add.reduce(self.active, axis=1)
-
-    @cached_property
-    def batch_tokens(self) -> np.ndarray:
-        """[K] decode/verify tokens of each step."""
-        return self.anchors + np.add.reduce(self.lengths, axis=1)
+    def __init__(self, lengths: np.ndarray, accepted: np.ndarray, emitted: np.ndarray, active: np.ndarray,
+                 context: np.ndarray, num_exact: int) -> None:
+        self.lengths = lengths  # [K, N] verify lengths
+        self.accepted = accepted  # [K, N]
+        self.emitted = emitted  # [K, N] tokens emitted (0 where inactive)
+        self.active = active  # [K, N] decoding at step k
+        self.context = context  # [K] total KV tokens read by the decode part of each step
+        self.num_exact = num_exact
+        self.anchors = np.add.reduce(active, axis=1)  # [K] requests decoding at each step
+        self.batch_tokens = self.anchors + np.add.reduce(lengths, axis=1)  # [K] decode/verify tokens of each step
 
     def finish_step(self, roster: Roster) -> np.ndarray:
         """[N] the step at whose end each request emits its last token (K if not in the block)."""
