@@ -110,8 +110,8 @@ def plan_block(policy: ArmPolicy, roster: Roster, num_steps: int, store=None) ->
     # first guess: every drafted position verified (what load-aware schedulers do at low load)
     # (a single step's inputs do not depend on emissions)
     guess = np.where(joined, np.minimum(draws["true_accepted"], policy.gamma) + 1, 0) if num_steps > 1 else 0 * decode_step
+    active, max_len, context = inputs(guess)
     for _ in range(MAX_PASSES if num_steps > 1 else 1):
-        active, max_len, context = inputs(guess)
         lengths = _schedule(policy, draws, active, max_len, context, lagged)
         accepted = np.minimum(draws["true_accepted"], lengths)
         emitted = np.where(active, accepted + 1, 0)
@@ -129,7 +129,8 @@ def plan_block(policy: ArmPolicy, roster: Roster, num_steps: int, store=None) ->
             break
         if num_exact == num_steps:
             break
-        guess = emitted
+        # the next pass guesses these emissions: its inputs are the ones they imply
+        active, max_len, context = actual_active, actual_max_len, actual_context
     # costs read the context the emissions imply (the guess's may differ where decisions ignore context)
     return Block(lengths, accepted, emitted, active, actual_context, num_exact)
 

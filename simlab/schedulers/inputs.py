@@ -10,7 +10,7 @@ import numpy as np
 VerifyCost = Callable[[np.ndarray], np.ndarray]
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class ScheduleInputs:
     """Arrays are stacked over S steps (S = 1 for a single step), R requests and G drafted positions.
 
