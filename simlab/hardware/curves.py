@@ -153,7 +153,8 @@ class BatchLookup:
 def _locate(axis: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Index ``i`` of the cell ``[axis[i], axis[i+1]]`` holding each ``x`` (clamped) and the weight of ``i+1``."""
     clipped = np.minimum(np.maximum(x, axis[0]), axis[-1])
-    i = np.minimum(np.maximum(axis.searchsorted(clipped, side="right") - 1, 0), axis.size - 2)
+    # clipped >= axis[0], so the right-side search is >= 1
+    i = np.minimum(axis.searchsorted(clipped, side="right"), axis.size - 1) - 1
     low = axis[i]
     w = (clipped - low) / (axis[i + 1] - low)
     return i, w

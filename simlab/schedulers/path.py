@@ -17,7 +17,7 @@ def survival(conf: np.ndarray, max_len: np.ndarray) -> np.ndarray:
     """a[s, r, j] = prod_{i<=j} conf[s, r, i] (conf in [0, 1]), positions beyond max_len marked invalid (-1)."""
     a = np.multiply.accumulate(conf, axis=-1)
     gamma = conf.shape[-1]
-    if max_len.min(initial=gamma) >= gamma:
+    if np.minimum.reduce(max_len, axis=None, initial=gamma) >= gamma:
         return a
     return np.where(np.arange(gamma) < max_len[..., None], a, _INVALID)
 
