@@ -35,7 +35,7 @@ class Replica:
         self.kv_used = 0
         self.clock_s = 0.0  # this replica's time, summed step by step (SimPy's clock only orders events)
         self._wake = None
-        self._last_step_s = 1e-3  # sizes blocks only
+        self._last_step_s = 1e-3  # the last decode-only step's time: sizes blocks only
         self.process = self.env.process(self._loop())
 
     @property
@@ -121,7 +121,8 @@ class Replica:
                 finish_step = block.finish_step(roster) if finish_step is None else finish_step
                 done = [(float(ends[finish_step[i]]), int(roster.request_id[i])) for i in np.flatnonzero(finished)]
         done += [(float(ends[0]), request_id) for request_id in prefill.single_token]
-        self._last_step_s = float(step_s[count - 1])
+        if count > 1 or not prefill.tokens:  # a decode-only step: sizes the next block
+            self._last_step_s = float(step_s[count - 1])
         return float(ends[count - 1]), lambda: self._release(sorted(done))
 
     def _block_end(self, block, roster: Roster, anchors: np.ndarray, ends: np.ndarray):
