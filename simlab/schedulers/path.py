@@ -58,9 +58,13 @@ class Path:
         """Per-request verify lengths [S, R] when the first ``num_admitted[s]`` candidates are admitted."""
         a = self.survival
         steps = a.shape[0]
-        some = num_admitted > 0
         # the K-th value of the path; nothing is admitted where K = 0 (no candidate is above 2)
-        cut = np.where(some, self.values[np.arange(steps), np.maximum(num_admitted, 1) - 1], 2.0)[:, None, None]
+        if steps == 1:
+            k = int(num_admitted[0])
+            cut = self.values[0, k - 1] if k > 0 else 2.0
+        else:
+            cut = np.where(num_admitted > 0, self.values[np.arange(steps), np.maximum(num_admitted, 1) - 1],
+                           2.0)[:, None, None]
         at_least_cut = a >= cut
         if np.logical_and.reduce(np.add.reduce(at_least_cut.reshape(steps, -1), axis=-1) == num_admitted):
             return np.add.reduce(at_least_cut, axis=-1)  # no tie straddles the cut
