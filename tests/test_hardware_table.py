@@ -178,3 +178,39 @@ def test_curve_vector_equals_scalar_and_stays_within_its_values(points, queries)
     vec = cm.verify_s(q, np.zeros_like(q))
     assert np.allclose(vec, [cm.verify_s(float(x)) for x in q], rtol=1e-12)
     assert np.all(vec >= min(ys) - 1e-15) and np.all(vec <= max(ys) + 1e-15)
+
+
+@pytest.mark.parametrize("name", ["h100-sxm_qwen3-8b", "a100-80g_qwen3-4b", "b200_llama-3.1-8b"])
+def test_integer_batches_read_the_tabulated_lookup_bit_for_bit(name):
+    """Integer batch tokens take the tabulated path (one context or many); it must equal the bilinear grid of
+    the padded batch exactly, including beyond the last column and outside the context rows."""
+    from simlab.hardware import load_profile, shipped_profiles
+
+    cost = load_profile(shipped_profiles()[name])
+    lookup = cost._lookup
+    assert lookup is not None
+    rng = np.random.default_rng(5)
+    for shape_b, shape_c in [((1, 60), (1, 1)), ((60,), (1,)), ((4, 60), (4, 1)), ((1,), (1,)), ((7,), (7,))]:
+        batch = rng.integers(0, 40_000, shape_b)
+        context = rng.uniform(-100.0, 4e6, shape_c)
+        fast = cost.verify_s(batch, context)
+        cost._lookup = None
+        try:
+            exact = cost.verify_s(batch, context)
+        finally:
+            cost._lookup = lookup
+        assert fast.shape == exact.shape
+        assert np.array_equal(fast, exact)
+
+
+def test_integer_batches_on_a_curve_table_read_the_lookup_bit_for_bit():
+    cost = table(cuda_graph_buckets=[1, 2, 4, 8, 16, 32, 64, 128, 256])
+    lookup = cost._lookup
+    batch = np.random.default_rng(6).integers(0, 9000, (3, 50))
+    fast = cost.verify_s(batch, np.zeros((3, 1)))
+    cost._lookup = None
+    try:
+        exact = cost.verify_s(batch, np.zeros((3, 1)))
+    finally:
+        cost._lookup = lookup
+    assert np.array_equal(fast, exact)

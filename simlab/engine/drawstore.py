@@ -23,8 +23,8 @@ NEED_MARGIN = 1.2  # a block extends the draws of requests holding fewer than th
 
 
 class DrawStore:
-    """Per request: a slot of ``SLOT_STEPS`` rows of draws, the decode step its first row holds and how many
-    rows are drawn. The step-difficulty process z is kept with the draws, so that extending a request's run
+    """Per request: a slot of ``SLOT_STEPS`` rows of draws, the decode step its first row holds and the step
+    after its last. The step-difficulty process z is kept with the draws, so that extending a request's run
     continues it."""
 
     def __init__(self, draws: ArmDraws, base_logit_of, output_tokens: np.ndarray, lag_steps: int = 0) -> None:
@@ -36,7 +36,8 @@ class DrawStore:
         self._num_requests = num_requests
         self.slot = np.full(num_requests, -1, dtype=np.int64)
         self.start = np.zeros(num_requests, dtype=np.int64)
-        self.length = np.zeros(num_requests, dtype=np.int64)
+        self.end = np.zeros(num_requests, dtype=np.int64)  # one past the last step held
+        self.row0 = np.zeros(num_requests, dtype=np.int64)  # the store row step 0 would have (slot * SLOT_STEPS - start)
         self._done = np.zeros(num_requests, dtype=bool)
         self._first_rate = np.ones(num_requests)  # tokens per step expected before a request's first step
         capacity = 2 * BATCH
@@ -55,7 +56,7 @@ class DrawStore:
         missing = self.slot[request_ids] < 0
         if np.logical_or.reduce(missing):
             self._start_batch(request_ids[missing])
-        end = self.start[request_ids] + self.length[request_ids]
+        end = self.end[request_ids]
         if own_steps.shape[0] == 1:
             needed = 1
         else:  # the steps of the block each request may decode, generously (blocks stop where draws run out)
@@ -66,8 +67,8 @@ class DrawStore:
             # extend every row near its end with it, so that extensions come in batches
             near = end - first < needed + TOP_UP_WITHIN
             self._extend(request_ids[near], first[near], remaining[near], np.broadcast_to(needed, near.shape)[near])
-            end = self.start[request_ids] + self.length[request_ids]
-        base = self.slot[request_ids] * SLOT_STEPS - self.start[request_ids]
+            end = self.end[request_ids]
+        base = self.row0[request_ids]
         index = base + np.minimum(own_steps, end - 1)
         out = {"conf": self.conf[index], "true_accepted": self.true_accepted[index], "held": end - first}
         if self.lag_steps:  # confidences `lag` steps earlier; None where a request had not decoded that far yet
@@ -104,13 +105,13 @@ class DrawStore:
         self._draw(batch, slots, zeros, zeros, np.zeros(len(batch)), num_steps)
         self.slot[batch] = slots
         self.start[batch] = 0
-        self.length[batch] = num_steps
+        self.end[batch] = num_steps
+        self.row0[batch] = slots * SLOT_STEPS
 
     def _extend(self, request_ids: np.ndarray, first: np.ndarray, remaining: np.ndarray, at_least: np.ndarray) -> None:
         """Drop the steps before ``first`` (but ``lag_steps``) and draw more after the last one held (``at_least``
         from ``first``)."""
-        slots, start = self.slot[request_ids], self.start[request_ids]
-        end = start + self.length[request_ids]
+        slots, start, end = self.slot[request_ids], self.start[request_ids], self.end[request_ids]
         keep_from = np.maximum(first - self.lag_steps, start)
         kept = end - keep_from
         # move the steps kept (keep_from .. end-1) to the front of each slot
@@ -125,7 +126,8 @@ class DrawStore:
         num_steps = np.minimum(np.maximum(wanted - (end - first), 1), SLOT_STEPS - kept)
         self._draw(request_ids, slots, kept, end, previous, num_steps)
         self.start[request_ids] = keep_from
-        self.length[request_ids] = kept + num_steps
+        self.end[request_ids] = end + num_steps
+        self.row0[request_ids] = slots * SLOT_STEPS - keep_from
 
     @staticmethod
     def _wanted(tokens_left: np.ndarray, tokens_per_step: np.ndarray, at_least) -> np.ndarray:

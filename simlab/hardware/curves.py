@@ -121,7 +121,7 @@ class BatchLookup:
     D, which is exact when the grid is flat from D on. Batch 0 costs 0.
     """
 
-    __slots__ = ("_flat", "_width", "_last", "_rows_arr")
+    __slots__ = ("_flat", "_width", "_last", "_rows_arr", "_rows")
 
     def __init__(self, grid: "Grid | None", curve: "Curve | None", padded: np.ndarray) -> None:
         if grid is not None:
@@ -129,9 +129,10 @@ class BatchLookup:
             z = grid._values_arr
             table = z[:, j] + (z[:, j + 1] - z[:, j]) * wc  # [grid rows, D + 1]
             self._rows_arr = grid._rows_arr
+            self._rows = grid._rows_arr.tolist()
         else:
             table = curve(padded)[None, :]  # type: ignore[misc]
-            self._rows_arr = None
+            self._rows_arr = self._rows = None
         table[:, 0] = 0.0
         self._width = table.shape[1]
         self._last = self._width - 1
@@ -144,7 +145,15 @@ class BatchLookup:
             value = self._flat[b]
             shape = np.broadcast_shapes(b.shape, np.shape(row))
             return value if value.shape == shape else np.broadcast_to(value, shape).copy()
-        i, wr = _locate(self._rows_arr, np.asarray(row, dtype=float))
+        if np.size(row) == 1:  # one context (a step, or a scheduler's curve): locate it in plain Python
+            rows, x = self._rows, float(np.asarray(row).flat[0])
+            clipped = min(max(x, rows[0]), rows[-1])
+            i = min(bisect_right(rows, clipped), len(rows) - 1) - 1
+            wr = (clipped - rows[i]) / (rows[i + 1] - rows[i])
+            if np.ndim(row) > b.ndim:
+                b = b.reshape((1,) * (np.ndim(row) - b.ndim) + b.shape)
+        else:
+            i, wr = _locate(self._rows_arr, np.asarray(row, dtype=float))
         index = i * self._width + b
         top = self._flat[index]
         return top + (self._flat[index + self._width] - top) * wr
