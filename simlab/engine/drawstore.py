@@ -14,7 +14,7 @@ from scipy.special import expit
 
 from simlab.engine.draws import ArmDraws
 
-SLOT_STEPS = 128  # most decode steps drawn at a time for one request
+SLOT_STEPS = 256  # most decode steps drawn at a time for one request
 SLACK_STEPS = 4  # drawn beyond the expected steps
 BATCH = 64  # requests drawn together when one starts
 TOP_UP_WITHIN = 32  # when one row runs out, rows within this many steps of their end are topped up too
