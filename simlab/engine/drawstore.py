@@ -93,7 +93,8 @@ class DrawStore:
         """Draw the first steps of these requests and of the next ones that have not started yet."""
         ids = set(int(r) for r in request_ids)
         upcoming = range(int(request_ids.min()), min(int(request_ids.max()) + BATCH, self._num_requests))
-        ids.update(r for r in upcoming if self.slot[r] < 0 and not self._done[r])
+        # (a request that wants one token never decodes: it would never give its slot back)
+        ids.update(r for r in upcoming if self.slot[r] < 0 and not self._done[r] and self._output_tokens[r] > 1)
         batch = np.array(sorted(ids), dtype=np.int64)
         while len(self._free) < len(batch):
             self._grow()
