@@ -41,6 +41,10 @@ def hardware_aware(inp: ScheduleInputs) -> np.ndarray:
     limit = cap(path.num_valid, inp.token_budget)
     theta = path.gained / path.seconds(inp.verify_s)  # [S, n + 1], Theta after admitting K = 0..n
     n = theta.shape[-1] - 1
+    if steps == 1:  # the same, on the one step's curve up to its limit
+        most = int(limit[0])
+        falls = theta[0, 1 : most + 1] <= theta[0, :most]
+        return path.lengths(np.array([int(falls.argmax()) if np.logical_or.reduce(falls) else most]))
     stop = (theta[:, 1:] <= theta[:, :-1]) | (np.arange(n)[None, :] >= limit[:, None])
     admitted = np.where(np.logical_or.reduce(stop, axis=-1), stop.argmax(axis=-1), n)
     return path.lengths(admitted)
