@@ -107,9 +107,11 @@ def plan_block(policy: ArmPolicy, roster: Roster, num_steps: int, store=None) ->
     lagged = None
     if policy.lag_steps:  # each request's confidences `lag` decode steps earlier (the prior before it has any)
         lagged = np.where(draws["lagged_known"][..., None], draws["lagged_conf"], policy.prior_conf)
-    # first guess: every drafted position verified (what load-aware schedulers do at low load)
-    # (a single step's inputs do not depend on emissions)
-    guess = np.where(joined, np.minimum(draws["true_accepted"], policy.gamma) + 1, 0) if num_steps > 1 else 0 * decode_step
+    # first guess: every drafted position verified (what load-aware schedulers do at low load); a single step's
+    # inputs do not depend on emissions
+    guess = 0 * decode_step
+    if num_steps > 1:
+        guess = np.where(joined, np.minimum(draws["true_accepted"], policy.gamma) + 1, 0)
     active, max_len, context = inputs(guess)
     for _ in range(MAX_PASSES if num_steps > 1 else 1):
         lengths = _schedule(policy, draws, active, max_len, context, lagged)
@@ -119,7 +121,8 @@ def plan_block(policy: ArmPolicy, roster: Roster, num_steps: int, store=None) ->
             num_exact, actual_context = 1, context
             break
         actual_active, actual_max_len, actual_context = inputs(emitted)
-        differs = np.logical_or.reduce(actual_max_len != max_len, axis=1) | np.logical_or.reduce(actual_active != active, axis=1)
+        differs = (np.logical_or.reduce(actual_max_len != max_len, axis=1)
+                   | np.logical_or.reduce(actual_active != active, axis=1))
         if policy.reads_context:
             differs |= actual_context != context
         undrawn = np.logical_or.reduce(actual_active & lacking, axis=1)

@@ -45,7 +45,8 @@ class ArmPolicy:
                 out = out + np.zeros(np.shape(context_tokens))  # broadcast with the context
             return out
         counts, contexts = np.broadcast_arrays(np.asarray(num_requests), np.asarray(context_tokens, dtype=float))
-        return np.array([self._draft_one(r, c) for r, c in zip(counts.tolist(), contexts.tolist())]).reshape(counts.shape)
+        seconds = [self._draft_one(r, c) for r, c in zip(counts.tolist(), contexts.tolist())]
+        return np.array(seconds).reshape(counts.shape)
 
     def _draft_one(self, num_requests: int, context_tokens: float) -> float:
         if self.gamma == 0 or num_requests == 0:

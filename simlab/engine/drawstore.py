@@ -1,10 +1,11 @@
 """Draws made ahead, many requests at a time: one arm's store of each request's next decode steps.
 
 Drawing per block costs a few dozen numpy calls whatever the block's size, and on a busy replica a block is a
-single step. The store instead draws about the steps a request is expected to need when it starts, in one call
-together with the next ``BATCH`` requests (requests start in about id order), and tops up in batches the
-requests about to run out. Each call draws a ragged run of steps per request. Blocks gather what they need with one fancy index per array. The values are the keyed draws of
-:class:`simlab.engine.draws.ArmDraws`, so they do not depend on when or with whom they were drawn.
+single step. The store instead draws, in one call, a ragged run of steps per request: when a request starts,
+about the steps it is expected to need, together with the next ``BATCH`` requests (requests start in about id
+order); later, the requests about to run out are extended in batches. A block gathers what it needs with one
+fancy index per array, and stops where a request would decode beyond its run. The values are the keyed draws
+of :class:`simlab.engine.draws.ArmDraws`, so they do not depend on when or with whom they were drawn.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from simlab.engine.draws import ArmDraws
 SLOT_STEPS = 256  # most decode steps drawn at a time for one request
 SLACK_STEPS = 4  # drawn beyond the expected steps
 BATCH = 64  # requests drawn together when one starts
-TOP_UP_WITHIN = 32  # when one row runs out, rows within this many steps of their end are topped up too
+TOP_UP_WITHIN = 32  # when one row is short, rows within this many steps of being short are extended too
 MARGIN = 1.5  # steps drawn = expected steps to the request's end x MARGIN + SLACK_STEPS
 NEED_MARGIN = 1.2  # a block extends the draws of requests holding fewer than this x expected steps + SLACK_STEPS
 
@@ -37,7 +38,7 @@ class DrawStore:
         self.slot = np.full(num_requests, -1, dtype=np.int64)
         self.start = np.zeros(num_requests, dtype=np.int64)
         self.end = np.zeros(num_requests, dtype=np.int64)  # one past the last step held
-        self.row0 = np.zeros(num_requests, dtype=np.int64)  # the store row step 0 would have (slot * SLOT_STEPS - start)
+        self.row0 = np.zeros(num_requests, dtype=np.int64)  # the row step 0 would have: slot * SLOT_STEPS - start
         self._done = np.zeros(num_requests, dtype=bool)
         self._first_rate = np.ones(num_requests)  # tokens per step expected before a request's first step
         capacity = 2 * BATCH
@@ -101,7 +102,8 @@ class DrawStore:
         slots = np.array([self._free.pop() for _ in range(len(batch))], dtype=np.int64)
         zeros = np.zeros(len(batch), dtype=np.int64)
         # tokens per step if every drafted position were verified, from each request's logits
-        self._first_rate[batch] = 1.0 + np.add.reduce(np.multiply.accumulate(expit(self._logit_of(batch)), axis=1), axis=1)
+        survival = np.multiply.accumulate(expit(self._logit_of(batch)), axis=1)
+        self._first_rate[batch] = 1.0 + np.add.reduce(survival, axis=1)
         num_steps = self._wanted(self._output_tokens[batch] - 1, self._first_rate[batch], 1)
         self._draw(batch, slots, zeros, zeros, np.zeros(len(batch)), num_steps)
         self.slot[batch] = slots
