@@ -22,42 +22,27 @@ class ArmPolicy:
     cost: object  # simlab.hardware CostModel
     max_batch_tokens: int
     prior_conf: np.ndarray  # [G] stands in for lagged confidences a request does not have yet
-    _draft_by_requests: dict = field(default_factory=dict, repr=False, compare=False)
     _draft_table: list = field(default_factory=lambda: [np.zeros(0)], repr=False, compare=False)  # [by count]
 
-    def draft_s(self, num_requests, context_tokens):
-        """Drafter seconds per step for ``num_requests`` requests holding ``context_tokens`` KV tokens in total.
-
-        Scalars give a float; arrays (per-step counts and totals) give an array."""
-        if np.ndim(num_requests) == 0 and np.ndim(context_tokens) == 0:
-            return self._draft_one(int(num_requests), float(context_tokens))
+    def draft_s(self, num_requests: np.ndarray, context_tokens: np.ndarray) -> np.ndarray:
+        """Drafter seconds of each step for ``num_requests`` [S] requests holding ``context_tokens`` [S] KV tokens
+        in total."""
+        counts = np.asarray(num_requests, dtype=np.int64)
         if self.gamma == 0:
-            return np.zeros(np.broadcast_shapes(np.shape(num_requests), np.shape(context_tokens)))
-        if not self.cost.draft_reads_context:  # a function of the request count: read from a table of counts
-            counts = np.asarray(num_requests, dtype=np.int64)
-            table = self._draft_table[0]
-            if np.maximum.reduce(counts, axis=None, initial=0) >= len(table):
-                largest = int(np.maximum.reduce(counts, axis=None))
-                table = np.array([self._draft_one(r, 0.0) for r in range(max(largest + 1, 2 * len(table), 256))])
-                self._draft_table[0] = table
-            out = table[counts]
-            if np.ndim(context_tokens) and np.shape(context_tokens) != out.shape:
-                out = out + np.zeros(np.shape(context_tokens))  # broadcast with the context
-            return out
-        counts, contexts = np.broadcast_arrays(np.asarray(num_requests), np.asarray(context_tokens, dtype=float))
-        seconds = [self._draft_one(r, c) for r, c in zip(counts.tolist(), contexts.tolist())]
-        return np.array(seconds).reshape(counts.shape)
+            return np.zeros(counts.shape)
+        if self.cost.draft_reads_context:
+            contexts = np.asarray(context_tokens, dtype=float)
+            seconds = [self._draft(r, c) for r, c in zip(counts.tolist(), contexts.tolist())]
+            return np.array(seconds).reshape(counts.shape)
+        table = self._draft_table[0]  # the cost is a function of the request count: tabulated as counts come
+        if np.maximum.reduce(counts, axis=None, initial=0) >= len(table):
+            size = max(int(np.maximum.reduce(counts, axis=None)) + 1, 2 * len(table), 256)
+            table = self._draft_table[0] = np.array([self._draft(r, 0.0) for r in range(size)])
+        return table[counts]
 
-    def _draft_one(self, num_requests: int, context_tokens: float) -> float:
-        if self.gamma == 0 or num_requests == 0:
+    def _draft(self, num_requests: int, context_tokens: float) -> float:
+        if num_requests == 0:
             return 0.0
-        if not self.cost.draft_reads_context:
-            cached = self._draft_by_requests.get(num_requests)
-            if cached is None:
-                cached = self._draft_by_requests[num_requests] = float(
-                    self.cost.draft_s(self.method, self.gamma, num_requests, 0.0)
-                )
-            return cached
         return float(self.cost.draft_s(self.method, self.gamma, num_requests, context_tokens))
 
     @property

@@ -26,15 +26,13 @@ class Path:
     """Candidates of each step sorted by survival. Admitting the first K of step s admits every candidate above
     ``values[s, K-1]`` and, among those equal to it, the first ones in (request, position) order."""
 
-    __slots__ = ("survival", "values", "num_valid", "num_requests", "gamma", "anchors")
+    __slots__ = ("survival", "values", "num_valid", "anchors")
 
-    def __init__(self, survival: np.ndarray, values: np.ndarray, num_valid: np.ndarray, num_requests: int,
-                 gamma: int, anchors: np.ndarray | int) -> None:
+    def __init__(self, survival: np.ndarray, values: np.ndarray, num_valid: np.ndarray,
+                 anchors: np.ndarray | int) -> None:
         self.survival = survival  # [S, R, G] the candidates' values (invalid ones -1)
         self.values = values  # [S, R*G] survival along the path, descending (invalid ones last, as -1)
         self.num_valid = num_valid  # [S]
-        self.num_requests = num_requests  # rows R
-        self.gamma = gamma
         self.anchors = anchors  # requests in the batch at each step ([S], or R for every step)
 
     @property
@@ -85,8 +83,7 @@ def build_path(a: np.ndarray, anchors: np.ndarray | None = None) -> Path:
     num_valid = np.add.reduce(values > _INVALID / 2, axis=-1)
     if anchors is None or np.logical_and.reduce(anchors == num_requests):
         anchors = num_requests
-    return Path(survival=a, values=values, num_valid=num_valid, num_requests=num_requests, gamma=gamma,
-                anchors=anchors)
+    return Path(survival=a, values=values, num_valid=num_valid, anchors=anchors)
 
 
 def cap(num_valid: np.ndarray, token_budget) -> np.ndarray:
