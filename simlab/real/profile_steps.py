@@ -50,21 +50,8 @@ def planned_forward(
     config = target.config
     x = target.embed_tokens(input_ids)
     cos, sin = rotary_cos_sin(batch.positions, config.head_dim, config.rope_theta, x.dtype)
-    wanted = {int(layer_id): i for i, layer_id in enumerate(hidden_layer_ids)}
-    collected: list[torch.Tensor] = [x] * len(wanted)
-    for index, layer in enumerate(target.layers):
-        attn = layer.self_attn
-        h = layer.input_layernorm(x)
-        query = attn.query(h, cos, sin)
-        key, value = attn.key_value(h, cos, sin)
-        cache.write(index, batch, key, value)
-        key, value = cache.read(index, batch)
-        x = x + attn.output(attend(query, key, value, batch.mask))
-        x = layer.mlp_block(x)
-        if index in wanted:
-            collected[wanted[index]] = x
+    x, layer_hidden = target.run_layers(x, cos, sin, hidden_layer_ids, cache, batch)
     hidden = target.norm(x[:, -1:] if last_token_logits else x)
-    layer_hidden = torch.stack(collected, dim=2) if collected else None
     return target.logits(hidden), layer_hidden
 
 

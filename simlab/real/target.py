@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 from simlab.real.config import TargetConfig
-from simlab.real.kv_cache import StaticKVCache
+from simlab.real.kv_cache import CacheBatch, StaticKVCache
 from simlab.real.layers import DecoderLayer, RMSNorm, attend, rotary_cos_sin
 
 INIT_STD = 0.02
@@ -109,9 +109,23 @@ class TargetModel(nn.Module):
         elif positions is None:
             positions = torch.arange(q, device=input_ids.device).expand(b, q)
         cos, sin = rotary_cos_sin(positions, self.config.head_dim, self.config.rope_theta, x.dtype)
-        wanted = {int(layer_id): i for i, layer_id in enumerate(hidden_layer_ids)}
-        if len(wanted) != len(hidden_layer_ids) or not all(0 <= i < len(self.layers) for i in wanted):
+        layer_ids = {int(layer_id) for layer_id in hidden_layer_ids}
+        if len(layer_ids) != len(hidden_layer_ids) or not all(0 <= i < len(self.layers) for i in layer_ids):
             raise ValueError(f"hidden_layer_ids {list(hidden_layer_ids)} must be distinct layers of this model")
+        x, layer_hidden = self.run_layers(x, cos, sin, hidden_layer_ids, cache, batch)
+        if batch is not None:
+            cache.commit(batch)
+        return TargetOutput(hidden=self.norm(x), layer_hidden=layer_hidden)
+
+    def run_layers(
+        self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, hidden_layer_ids: Sequence[int] = (),
+        cache: StaticKVCache | None = None, batch: CacheBatch | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """The decoder layers over embeddings ``x`` [B, Q, hidden]: the last layer's output and the stacked outputs
+        of ``hidden_layer_ids`` [B, Q, m, hidden] (None when empty). With a cache plan ``batch``, keys/values are
+        written to ``cache`` and each row attends to its slot's context (the lengths are not committed); without,
+        plain causal attention."""
+        wanted = {int(layer_id): i for i, layer_id in enumerate(hidden_layer_ids)}
         collected: list[torch.Tensor] = [x] * len(wanted)
         for index, layer in enumerate(self.layers):
             attn = layer.self_attn
@@ -128,10 +142,7 @@ class TargetModel(nn.Module):
             x = layer.mlp_block(x)
             if index in wanted:
                 collected[wanted[index]] = x
-        if batch is not None:
-            cache.commit(batch)
-        layer_hidden = torch.stack(collected, dim=2) if collected else None
-        return TargetOutput(hidden=self.norm(x), layer_hidden=layer_hidden)
+        return x, (torch.stack(collected, dim=2) if collected else None)
 
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """LM-head logits for final hidden states, in float32 or better (float64 models keep float64)."""
