@@ -74,7 +74,7 @@ class ArmDraws:
             head = head + confidence.noise_logit_sd * ndtri(crn.high_uniform(noise_bits))
         if self.temperatures is not None:
             head = head / self.temperatures
-        conf = np.broadcast_to(expit(head), steps.shape + (self.gamma,))
+        conf = expit(head)  # [M, G], as every row has its own logits
         return conf, true_accepted, shift
 
     def _step_shift(self, steps, row_request, step_in, first_step, previous, noise_bits) -> np.ndarray:

@@ -118,8 +118,8 @@ class DrawStore:
         keep_from = np.maximum(first - self.lag_steps, start)
         kept = end - keep_from
         # move the steps kept (keep_from .. end-1) to the front of each slot
-        src = np.repeat(slots * SLOT_STEPS + keep_from - start - (np.add.accumulate(kept) - kept), kept)
         dst = np.repeat(slots * SLOT_STEPS - (np.add.accumulate(kept) - kept), kept)
+        src = dst + np.repeat(keep_from - start, kept)
         moved = np.arange(len(src))
         self.conf[dst + moved] = self.conf[src + moved]
         self.true_accepted[dst + moved] = self.true_accepted[src + moved]
