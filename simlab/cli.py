@@ -29,38 +29,45 @@ def run(
     plot: bool = typer.Option(True, "--plot/--no-plot", help="Also write report.png into the results folder."),
 ) -> None:
     """Simulate every arm of SCENARIO, print a comparison table and write the results folder."""
-    from simlab.runner import build, default_jobs, simulate_all, summary_document
-    from simlab.results import write_results
+    from simlab.outputs import check_out_dir
+    from simlab.runner import default_jobs, run_scenario
     from simlab.scenario import load_scenario
     from simlab.table import arms_table
-    import pandas as pd
 
     loaded = load_scenario(scenario, seed=seed)
-    built = build(loaded)
-    console = Console(stderr=True)
-    total = len(built.workload.requests)
-    with _progress(console, quiet) as progress:
-        tasks = [progress.add_task(arm.arm.label, total=total) for arm in built.arms]
-        outcomes = simulate_all(
-            built, jobs=jobs or default_jobs(),
-            on_progress=lambda i, done: progress.update(tasks[i], completed=done),
-        )
-    summary = summary_document(built, outcomes)
     out_dir = out if out is not None else Path("results") / loaded.scenario.name
-    requests = pd.concat([o.requests for o in outcomes], ignore_index=True)
-    steps = pd.concat([o.steps for o in outcomes], ignore_index=True)
-    extra = {}
-    if plot:
-        from simlab.report import render_png
-
-        extra["report.png"] = render_png(summary, requests, steps)
-    write_results(out_dir, summary, requests, steps, extra_files=extra)
+    check_out_dir(out_dir, kind="run", inputs=[loaded.file])
+    console = Console(stderr=True)
+    with _progress(console, quiet) as progress:
+        results = run_scenario(loaded, out_dir, jobs=jobs or default_jobs(), plot=plot,
+                               progress=_BarProgress(progress), command=_command_line())
     if not quiet:
         stdout = Console()
         if not stdout.is_terminal:
             stdout = Console(width=160)
-        stdout.print(arms_table(f"{loaded.scenario.name}: {total} requests", summary["arms"]))
+        total = int(next(iter(results.arms.values()))["completed"])
+        stdout.print(arms_table(f"{loaded.scenario.name}: {total} requests", results.arms))
         stdout.print(f"results: {out_dir}/")
+
+
+class _BarProgress:
+    """Feeds run_scenario's progress to a rich progress bar, one task per arm."""
+
+    def __init__(self, progress) -> None:
+        self.progress = progress
+        self.tasks: list = []
+
+    def start(self, arm_labels: list[str], num_requests: int) -> None:
+        self.tasks = [self.progress.add_task(label, total=num_requests) for label in arm_labels]
+
+    def update(self, arm_index: int, num_finished: int) -> None:
+        self.progress.update(self.tasks[arm_index], completed=num_finished)
+
+
+def _command_line() -> str:
+    import shlex
+
+    return " ".join(["simlab", *map(shlex.quote, sys.argv[1:])])
 
 
 @app.command()

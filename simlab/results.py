@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
+
+from simlab.outputs import staged_dir
 
 REQUEST_COLUMNS = ("arm", "id", "arrival_s", "prompt_tokens", "output_tokens", "domain", "first_token_s",
                    "finish_s", "steps", "replica")
@@ -46,12 +45,12 @@ def _nan_to_none(value: Any) -> Any:
 
 
 def write_results(out_dir: Path, summary: dict, requests: pd.DataFrame, steps: pd.DataFrame,
-                  extra_files: dict[str, bytes] | None = None) -> Path:
-    """Write the folder under a temporary name beside ``out_dir`` and swap it in; nothing half-written remains."""
+                  extra_files: dict[str, bytes] | None = None, *, command: str | None = None) -> Path:
+    """Write the folder under a temporary name beside ``out_dir`` and swap it in; nothing half-written remains.
+
+    The caller checks ``out_dir`` first (:func:`simlab.outputs.check_out_dir`): this replaces what is there."""
     out_dir = Path(out_dir)
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
-    try:
+    with staged_dir(out_dir, kind="run", command=command) as staging:
         (staging / "summary.json").write_text(dumps(summary), encoding="utf-8")
         requests.to_csv(staging / "requests.csv", index=False, float_format="%.9f")
         steps.to_csv(
@@ -60,21 +59,7 @@ def write_results(out_dir: Path, summary: dict, requests: pd.DataFrame, steps: p
         )
         for name, payload in (extra_files or {}).items():
             (staging / name).write_bytes(payload)
-        _swap_in(staging, out_dir)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
     return out_dir
-
-
-def _swap_in(staging: Path, out_dir: Path) -> None:
-    if out_dir.exists():
-        retired = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.old-", dir=out_dir.parent))
-        os.replace(out_dir, retired / "previous")
-        os.replace(staging, out_dir)
-        shutil.rmtree(retired, ignore_errors=True)
-    else:
-        os.replace(staging, out_dir)
 
 
 def requests_frame(arm: str, ids: np.ndarray, requests, log) -> pd.DataFrame:

@@ -167,3 +167,100 @@ def summary_document(built: Built, outcomes: list[ArmOutcome]) -> dict:
 
 def default_jobs() -> int:
     return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
+
+
+# ------------------------------------------------------------------------------------------------ library API
+class RunProgress:
+    """What :func:`run_scenario` reports while it runs (subclass it; every method may be left as is)."""
+
+    def start(self, arm_labels: list[str], num_requests: int) -> None:
+        """Before simulating: the arms, in order, and the requests each will serve."""
+
+    def update(self, arm_index: int, num_finished: int) -> None:
+        """Arm ``arm_index`` has finished ``num_finished`` requests."""
+
+
+@dataclass
+class Results:
+    """What a run produced: ``summary`` is the document of ``summary.json``; ``requests`` and ``steps`` the
+    frames of ``requests.csv`` and ``steps.csv.gz``; ``out`` the folder they were written to, if any."""
+
+    summary: dict
+    requests: pd.DataFrame
+    steps: pd.DataFrame
+    out: Optional["os.PathLike"] = None
+
+    @property
+    def arms(self) -> dict[str, dict]:
+        """Each arm's METRICS, by arm name, in the scenario's order."""
+        return self.summary["arms"]
+
+    def table(self) -> pd.DataFrame:
+        """One row per arm, one column per scalar metric."""
+        rows = {name: {k: v for k, v in m.items() if v is None or isinstance(v, (int, float, str, bool))}
+                for name, m in self.arms.items()}
+        return pd.DataFrame.from_dict(rows, orient="index")
+
+    def write(self, out, *, plot: bool = True, command: Optional[str] = None) -> "os.PathLike":
+        """Write the results folder to ``out`` atomically (see :mod:`simlab.outputs` for what it may replace)."""
+        from pathlib import Path
+
+        from simlab.outputs import check_out_dir
+        from simlab.results import write_results
+
+        out_dir = check_out_dir(Path(out), kind="run")
+        extra = {}
+        if plot:
+            from simlab.report import render_png
+
+            extra["report.png"] = render_png(self.summary, self.requests, self.steps)
+        write_results(out_dir, self.summary, self.requests, self.steps, extra_files=extra, command=command)
+        self.out = Path(out)
+        return self.out
+
+
+def as_loaded(scenario, *, seed: Optional[int] = None) -> LoadedScenario:
+    """A path, a :class:`LoadedScenario`, a :class:`~simlab.config.Scenario` or a mapping, as a
+    :class:`LoadedScenario` (a mapping or a Scenario resolves relative paths against the current folder)."""
+    from pathlib import Path
+
+    from simlab.config import Scenario
+    from simlab.scenario import load_scenario, scenario_from_data
+
+    if isinstance(scenario, LoadedScenario):
+        if seed is None:
+            return scenario
+        return scenario_from_data(scenario.scenario.model_dump(mode="json"), file=scenario.file, seed=seed)
+    if isinstance(scenario, Scenario):
+        scenario = scenario.model_dump(mode="json")
+    if isinstance(scenario, dict):
+        return scenario_from_data(scenario, file=Path.cwd() / "<scenario>", seed=seed)
+    return load_scenario(scenario, seed=seed)
+
+
+def run_scenario(scenario, out=None, *, seed: Optional[int] = None, jobs: int = 1, plot: bool = True,
+                 progress: Optional[RunProgress] = None, command: Optional[str] = None) -> Results:
+    """Simulate every arm of ``scenario`` (a path, a loaded scenario or a mapping) and return its
+    :class:`Results`; with ``out``, also write the results folder there, as ``simlab run`` does.
+
+    ``out`` is checked before anything runs: it may be a new path, an empty folder or an earlier results
+    folder, never a folder holding other files or the scenario itself (:class:`~simlab.errors.InputError`)."""
+    from pathlib import Path
+
+    from simlab.outputs import check_out_dir
+
+    loaded = as_loaded(scenario, seed=seed)
+    if out is not None:
+        check_out_dir(Path(out), kind="run", inputs=[loaded.file])
+    built = build(loaded)
+    if progress is not None:
+        progress.start([arm.arm.label for arm in built.arms], len(built.workload.requests))
+    outcomes = simulate_all(built, jobs=jobs, on_progress=progress.update if progress is not None else None)
+    results = Results(
+        summary_document(built, outcomes),
+        pd.concat([o.requests for o in outcomes], ignore_index=True),
+        pd.concat([o.steps for o in outcomes], ignore_index=True),
+    )
+    if out is not None:
+        results.write(out, plot=plot, command=command)
+    return results

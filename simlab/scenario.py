@@ -46,6 +46,13 @@ def load_scenario(path: str | Path, *, seed: int | None = None) -> LoadedScenari
     """Read and validate a scenario file. ``seed`` overrides the file's seed."""
     path = Path(path)
     data = read_yaml(path, what="scenario file")
+    return scenario_from_data(data, file=path, seed=seed)
+
+
+def scenario_from_data(data: Any, *, file: str | Path, seed: int | None = None) -> LoadedScenario:
+    """Validate a scenario given as a mapping. ``file`` names it in errors, and relative paths in it resolve
+    against ``file``'s folder (it need not exist: a scenario built in code may name any path there)."""
+    path = Path(file)
     if not isinstance(data, dict):
         raise InputError(
             "a scenario must be a mapping", file=path, value=_kind_of(data),
