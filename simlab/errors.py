@@ -62,3 +62,25 @@ class InputError(Exception):
 def _show(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 80 else text[:77] + "..."
+
+
+class OutputError(Exception):
+    """Writing an output failed for a reason outside the input (disk full, permissions changed mid-run, ...).
+
+    ``str(err)`` is one line naming the path and the reason; the command line prints it and exits with status 1.
+    Whatever was at the path is left as it was."""
+
+    def __init__(self, path: str | Path, reason: str) -> None:
+        self.path = str(path)
+        self.reason = reason
+        super().__init__(self.message)
+
+    @property
+    def message(self) -> str:
+        return f"{self.path}: could not write: {self.reason}; nothing there was changed"
+
+    @classmethod
+    def from_os_error(cls, path: str | Path, exc: OSError) -> "OutputError":
+        reason = exc.strerror or str(exc) or type(exc).__name__
+        where = f" ({exc.filename})" if exc.filename and str(exc.filename) != str(path) else ""
+        return cls(path, f"{reason}{where}")
