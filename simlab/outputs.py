@@ -11,6 +11,9 @@ Every command that writes goes through this module:
   ``os.replace``. It may replace only a file that simlab wrote (see :func:`is_simlab_file`).
 
 Folders and files get the permissions the umask gives (``mkdtemp`` and ``mkstemp`` alone would give 0700/0600).
+A write that fails for a reason outside the input (a full disk, say) raises :class:`~simlab.errors.OutputError`,
+one line that the command line prints before exiting with status 1; whatever was at the path stays as it was.
+The rule for users: docs/outputs.md.
 """
 
 from __future__ import annotations
@@ -246,10 +249,16 @@ def check_out_file(path: str | Path, *, field: str = "--out", inputs: Iterable[s
 
 def write_file_atomic(path: str | Path, data: str | bytes) -> Path:
     """Write ``data`` to ``path`` through a temporary file in the same folder and ``os.replace``: a reader sees
-    the old file or the whole new one. Creates missing parent folders."""
+    the old file or the whole new one. Creates missing parent folders. An ``OSError`` (a full disk, say) becomes
+    an :class:`~simlab.errors.OutputError` and leaves the file as it was.
+
+    Call :func:`check_out_file` first: this does not check what it replaces."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise OutputError.from_os_error(path, exc) from exc
     try:
         os.chmod(tmp, 0o666 & ~_umask())
         with os.fdopen(fd, "wb") as fh:
@@ -257,6 +266,9 @@ def write_file_atomic(path: str | Path, data: str | bytes) -> Path:
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise OutputError.from_os_error(path, exc) from exc
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
