@@ -60,8 +60,20 @@ class InputError(Exception):
 
 
 def _show(value: Any) -> str:
-    text = repr(value)
+    text = repr(plain(value))
     return text if len(text) <= 80 else text[:77] + "..."
+
+
+def plain(value: Any) -> Any:
+    """``value`` as the plain Python value a person wrote: numpy scalars and arrays become int, float, bool and
+    lists (a message shows ``-600``, not ``np.int64(-600)``)."""
+    if hasattr(value, "tolist") and callable(value.tolist) and type(value).__module__ == "numpy":
+        return value.tolist()
+    if isinstance(value, (list, tuple)):
+        return type(value)(plain(v) for v in value)
+    if isinstance(value, dict):
+        return {plain(k): plain(v) for k, v in value.items()}
+    return value
 
 
 class OutputError(Exception):
