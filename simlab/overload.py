@@ -5,10 +5,11 @@ Two criteria, each a sentence in the arm's ``warnings`` list:
 - **queue still growing** (open-loop workloads: a trace, poisson or gamma arrivals). Over the last quarter of the
   arrival period, ``[T - D/4, T]`` with ``T`` the last arrival and ``D`` the span of arrivals, the number of
   requests in the system (arrived, not finished) grew by ``G``. The arm is overloaded when ``A >= 20`` requests
-  arrived in that window and ``G > max(0.1 A, 3 sqrt(2 max(N0, 1)))``, with ``N0`` the number in the system at
-  the window's start: completions ran below 90 % of the arrival rate, by more than the count's own fluctuation
-  (for a stable queue the number in the system at two distant times varies about like a Poisson count of mean
-  ``N0``, so their difference has a standard deviation near ``sqrt(2 N0)``).
+  arrived in that window and ``G > max(0.1 A, 3 sqrt(2 n0))``, with ``n0`` the requests being served at the
+  window's start (those in the system, at most ``max_num_seqs`` per replica, at least 1): completions ran below
+  90 % of the arrival rate, by more than the count's own fluctuation (in a stable system the number being
+  served at two distant times varies about like a Poisson count of mean ``n0``, so their difference has a
+  standard deviation near ``sqrt(2 n0)``; a queue behind them that keeps growing is what the test looks for).
 - **TTFT dominated by queueing** (every workload). At most ``max_num_seqs`` requests run on a replica, so at any
   time at least ``max(0, N_r(t) - max_num_seqs)`` of the ``N_r(t)`` requests on replica ``r`` wait for a slot.
   The integral of that over time, divided by the number of requests, is a lower bound on the mean wait before
@@ -37,7 +38,7 @@ def overload_warnings(arrival_s: np.ndarray, first_token_s: np.ndarray, finish_s
         return []
     warnings = []
     if open_loop:
-        growing = _growth_warning(arrival_s, finish_s)
+        growing = _growth_warning(arrival_s, finish_s, max_num_seqs * np.unique(replica).size)
         if growing:
             warnings.append(growing)
     queueing = _queueing_warning(arrival_s, first_token_s, finish_s, replica, max_num_seqs)
@@ -51,7 +52,7 @@ def in_system(arrival_s: np.ndarray, finish_s: np.ndarray, t_s: float) -> int:
     return int(np.count_nonzero(arrival_s <= t_s) - np.count_nonzero(finish_s <= t_s))
 
 
-def _growth_warning(arrival_s: np.ndarray, finish_s: np.ndarray) -> str | None:
+def _growth_warning(arrival_s: np.ndarray, finish_s: np.ndarray, num_slots: int) -> str | None:
     first, last = float(arrival_s.min()), float(arrival_s.max())
     start = last - (last - first) / 4.0
     arrived = int(np.count_nonzero((arrival_s > start) & (arrival_s <= last)))
@@ -60,7 +61,8 @@ def _growth_warning(arrival_s: np.ndarray, finish_s: np.ndarray) -> str | None:
     finished = int(np.count_nonzero((finish_s > start) & (finish_s <= last)))
     before = in_system(arrival_s, finish_s, start)
     growth = arrived - finished
-    threshold = max(GROWTH_FRACTION * arrived, FLUCTUATION_SIGMAS * math.sqrt(2.0 * max(before, 1)))
+    serving = max(min(before, num_slots), 1)
+    threshold = max(GROWTH_FRACTION * arrived, FLUCTUATION_SIGMAS * math.sqrt(2.0 * serving))
     if growth <= threshold:
         return None
     return (f"overloaded: the queue was still growing when arrivals ended: in the last quarter of the arrivals "
