@@ -209,3 +209,18 @@ def test_a_shipped_name_with_a_dot_wins_over_a_file_extension(tmp_path):
     assert find_profile(name, base_dir=tmp_path, file=None) == shipped_profiles()[name]
     (tmp_path / "mine.1-8b").write_text("kind: table\n")
     assert find_profile("mine.1-8b", base_dir=tmp_path, file=None) == tmp_path / "mine.1-8b"
+
+
+def test_without_torch_the_real_mode_tests_are_reported_as_skipped():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[1]
+    modules = sorted((repo / "tests" / "real").glob("test_*.py"))
+    code = ("import sys; sys.modules['torch'] = None; import pytest; "
+            "sys.exit(pytest.main(['tests/real', '-rs', '-p', 'no:cacheprovider']))")
+    done = subprocess.run([sys.executable, "-c", code], cwd=repo, capture_output=True, text=True, timeout=300)
+    assert done.returncode in (0, 5), done.stdout + done.stderr  # 5: pytest ran no test (each module skipped)
+    assert f"{len(modules)} skipped" in done.stdout and "error" not in done.stdout.lower()
+    assert "real mode needs torch: pip install" in done.stdout
