@@ -111,6 +111,8 @@ def _latencies_ms(requests: pd.DataFrame) -> pd.DataFrame:
 
 
 def _cdf(ax, latency: pd.DataFrame, column: str, styles: dict, slo_ms, xlabel: str, title: str) -> None:
+    import matplotlib.ticker
+
     for name, style in styles.items():
         values = latency.loc[latency.arm == name, column].dropna().to_numpy()
         values = np.sort(values[values > 0])
@@ -119,6 +121,12 @@ def _cdf(ax, latency: pd.DataFrame, column: str, styles: dict, slo_ms, xlabel: s
     if slo_ms:
         _slo_line(ax, slo_ms, f"SLO {slo_ms:,g} ms")
     ax.set_xscale("log")
+    low, high = ax.get_xlim()
+    subs = (1.0, 2.0, 5.0) if high / low <= 10**2.5 else (1.0,)  # label 1-2-5 steps unless that crowds the axis
+    ax.xaxis.set_major_locator(matplotlib.ticker.LogLocator(base=10, subs=subs))
+    ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(
+        lambda value, _: f"{value:,.0f}" if value >= 1 else f"{value:g}"))
+    ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     ax.set_ylim(0, 1.02)
     ax.set_xlabel(xlabel)
     ax.set_ylabel("fraction of requests")
@@ -138,9 +146,11 @@ def _goodput(ax, arms: dict, styles: dict, slo: dict) -> None:
     throughput = [arms[n]["request_throughput"] for n in names]
     goodput = [arms[n].get("request_goodput") for n in names]
     colours = [styles[n]["color"] for n in names]
-    ax.barh(y, throughput, color="none", edgecolor=colours, linewidth=1.5, height=0.7)
+    has_goodput = any(g is not None for g in goodput)
+    ax.barh(y, throughput, color="none" if has_goodput else colours, edgecolor=colours if has_goodput else "black",
+            linewidth=1.5 if has_goodput else 0.5, height=0.7)
     objectives = ", ".join(f"{k.removesuffix('_ms').upper()} <= {v:,g} ms" for k, v in slo.items() if v)
-    if any(g is not None for g in goodput):
+    if has_goodput:
         ax.barh(y, [g or 0 for g in goodput], color=colours, height=0.7, edgecolor="black", linewidth=0.5)
         for yi, g, t in zip(y, goodput, throughput):
             if g is not None and t:
@@ -150,6 +160,7 @@ def _goodput(ax, arms: dict, styles: dict, slo: dict) -> None:
     else:
         ax.set_title("request throughput (the scenario has no slo: no goodput)")
     ax.set_yticks(y, names)
+    ax.set_axisbelow(True)
     ax.set_xlim(left=0, right=max(throughput) * 1.15)
     ax.set_xlabel("requests per second")
     ax.grid(alpha=0.3, axis="x")
