@@ -147,3 +147,24 @@ def _read_rounds(path: Path, methods: dict[str, str], arms: Optional[list[str]])
         verified=verified[rows], accepted=accepted[rows], conf=None if conf is None else conf[rows], lines=rows + 2,
     )
     return AcceptanceLog.from_rounds(NAME, [str(path)], rounds)
+
+
+def rounds_frame(rounds, arm) -> "pd.DataFrame":
+    """The ``rounds.csv.gz`` table of some rounds: columns arm, id, domain, step, drafted, verified, accepted,
+    conf_1..conf_G (empty where there is no confidence). ``arm`` is one name or one per round."""
+    import pandas as pd
+
+    frame = pd.DataFrame({
+        "arm": np.broadcast_to(np.asarray(arm, dtype=object), (len(rounds),)),
+        "id": rounds.cluster, "domain": rounds.domain, "step": rounds.step, "drafted": rounds.drafted,
+        "verified": rounds.verified, "accepted": rounds.accepted,
+    })
+    if rounds.conf is not None:
+        for k in range(rounds.conf.shape[1]):
+            frame[f"conf_{k + 1}"] = rounds.conf[:, k]
+    return frame
+
+
+def write_rounds(frame, path: Path) -> None:
+    """Write a rounds table as simlab does (gzip, reproducible bytes, 9 significant digits)."""
+    frame.to_csv(path, index=False, float_format="%.9g", compression={"method": "gzip", "compresslevel": 6, "mtime": 0})
