@@ -117,6 +117,11 @@ def _print_fit(fitted) -> None:
         console.print(params)
         for name, text in fitted.assumed.items():
             console.print(f"assumed {name}: {text}", highlight=False)
+        if fit.at_bound:
+            console.print(f"at a bound of the search (the log barely constrains them): {', '.join(fit.at_bound)}",
+                          highlight=False)
+    for note in fitted.notes:
+        console.print(f"note: {note}", highlight=False)
 
 
 def calibrate_command(

@@ -36,7 +36,7 @@ def resolve_acceptance(text: str, *, file: Union[str, Path, None]) -> tuple[Acce
                                    "(written by `simlab acceptance fit`)")
         return PresetAcceptance(kind="preset", name=text), None
     base_dir = Path(file).resolve().parent if file is not None else Path.cwd()
-    path = resolve_path(text, base_dir)
+    path = resolve_path(text, base_dir).resolve()
     if not path.is_file():
         raise InputError("no such acceptance file", file=file, field=FIELD, value=text,
                          valid=f"a path to a YAML acceptance file (relative paths start at {base_dir}), or a "

@@ -21,6 +21,8 @@ from simlab.acceptance.logs.records import MAX_POSITIONS, AcceptanceLog, Positio
 from simlab.errors import InputError
 
 ASSUMED_STEP_CORRELATION = 0.8  # the presets' assumption, used when the log cannot identify it
+MIN_REQUESTS = 10  # fewer requests cannot tell request from step heterogeneity
+MIN_ROUNDS = 50  # fewer rounds (not tied to requests) cannot pin a shift sd and a head
 
 
 @dataclass
@@ -59,13 +61,16 @@ def relabel(log: AcceptanceLog, methods: dict[str, str], domains: dict[str, str]
 
     def method_of(label: str) -> str:
         name = methods.get(label, methods.get("*", label))
-        if name not in DRAFT_METHODS:
-            shown = label or "(the log does not name the drafter)"
-            raise InputError(f"no simlab method for drafter {shown!r}", field="--method",
-                             value=methods.get(label, methods.get("*")) if (label in methods or "*" in methods)
-                             else ..., valid=f"one of {', '.join(DRAFT_METHODS)}: --method NAME, or LABEL=NAME per "
-                                             f"label (labels in this log: {', '.join(repr(x) for x in labels)})")
-        return name
+        if name in DRAFT_METHODS:
+            return name
+        given = methods.get(label, methods.get("*")) if (label in methods or "*" in methods) else ...
+        choices = ", ".join(DRAFT_METHODS)
+        if not label:
+            raise InputError("the log does not say which drafter made it", field="--method", value=given,
+                             valid=f"--method NAME, NAME one of {choices}")
+        raise InputError(f"no simlab method for drafter {label!r}", field="--method", value=given,
+                         valid=f"--method NAME or --method {label}=NAME, NAME one of {choices} (drafters in this "
+                               f"log: {', '.join(labels)})")
 
     method_map = {label: method_of(label) for label in labels}
     counts: dict = {}
@@ -93,13 +98,18 @@ def fit_log(log: AcceptanceLog, *, heterogeneity: bool = True, max_requests: Opt
     rounds = log.rounds
     latent = None
     usable = rounds is not None and (rounds.has_sequences or rounds.has_confidence)
+    if heterogeneity and usable and _too_small(rounds):
+        notes.append(f"too little per-round detail for the latent model ({len(rounds)} rounds, "
+                     f"{len(np.unique(rounds.cluster.astype(str)))} requests; it needs {MIN_REQUESTS} requests, or "
+                     f"{MIN_ROUNDS} rounds when rounds are not tied to requests): measured rates, no heterogeneity")
+        usable = False
     if heterogeneity and usable:
         rounds = _subsample(rounds, max_requests, seed, notes)
         groups = {k: len(counts[k].reached) for k in counts}
         rounds = rounds.select(np.array([(m, d) in groups for m, d in zip(rounds.method, rounds.domain)]))
         rounds = _cap_positions(rounds, groups)
         latent = fit_latent(rounds, groups, {k: v.rates for k, v in counts.items()}, progress=progress)
-    elif heterogeneity and rounds is not None:
+    elif heterogeneity and rounds is not None and not (rounds.has_sequences or rounds.has_confidence):
         notes.append("rounds are not tied to requests and carry no confidences: heterogeneity cannot be told from "
                      "the positional curve, so none is fitted")
     elif heterogeneity:
@@ -133,6 +143,12 @@ def _assemble(counts, latent: Optional[LatentFit], rounds: Optional[Rounds], not
         assumed["token_logit_sd"] = ("0: without confidences chained outcomes cannot tell token noise from a "
                                      "steeper curve")
     return FittedAcceptance(curves, counts, het, confidence, latent, assumed, notes)
+
+
+def _too_small(rounds: Rounds) -> bool:
+    if rounds.has_sequences:
+        return len(np.unique(rounds.cluster.astype(str))) < MIN_REQUESTS
+    return len(rounds) < MIN_ROUNDS
 
 
 def _subsample(rounds: Rounds, max_requests: Optional[int], seed: int, notes: list[str]) -> Rounds:
