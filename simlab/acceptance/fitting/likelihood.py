@@ -108,6 +108,8 @@ class RoundsLikelihood:
 
     # ------------------------------------------------------------------------------------------------ evaluation
     def evaluate(self, theta: np.ndarray, *, scores: bool = False) -> Evaluation:
+        """Log-likelihood and gradient at ``theta`` (layout: module docstring); with ``scores``, each cluster's
+        score as well (the rows sum to the gradient)."""
         theta = np.asarray(theta, dtype=float)
         ctx = _Context(self, theta)
         grad = np.zeros(self.num_params)
@@ -274,7 +276,7 @@ class RoundsLikelihood:
         part[:, TOK], part[:, NOISE] = ctx.noise_gradient(0.0, 0.0, 0.0, d_nu2)
         shared[[REQ, STEP, BIAS]] += part[:, [REQ, STEP, BIAS]].sum(axis=0)
         chain[3] += d_nu2.sum()
-        return _split_scores(rnd, stats["param"], d_logit, part)
+        return _score_parts(rnd, stats["param"], d_logit, part)
 
 
 def _group_sum(groups: np.ndarray, rows: np.ndarray, num_groups: int) -> np.ndarray:
@@ -285,7 +287,7 @@ def _group_sum(groups: np.ndarray, rows: np.ndarray, num_groups: int) -> np.ndar
     return onehot @ rows
 
 
-def _split_scores(rnd, param, d_logit, per_round_shared) -> dict:
+def _score_parts(rnd, param, d_logit, per_round_shared) -> dict:
     """Score pieces in the form evaluate() adds per cluster: per-confidence logit terms, per-round shared ones."""
     rounds = np.arange(len(per_round_shared))
     return {"round": np.concatenate([rnd, rounds]),
