@@ -196,3 +196,12 @@ def test_several_models_in_one_scrape(tmp_path):
     assert code == 0, stderr
     fitted = yaml.safe_load((tmp_path / "f.yaml").read_text())
     assert fitted["methods"] == {"eagle3": {"*": [0.6875, 0.681818, 0.6]}}
+
+
+def test_sglang_shards_without_torch_say_how_to_get_it(tmp_path, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "torch", None)  # import torch now raises ImportError
+    code, _, stderr = run_cli("acceptance", "fit", str(FIXTURES / "sglang_sts"), "--format", "sglang-sts",
+                              "--out", str(tmp_path / "f.yaml"))
+    assert code == 2 and "needs PyTorch" in stderr and "simlab[real]" in stderr
