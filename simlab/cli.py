@@ -107,6 +107,7 @@ def _mount_subcommands() -> None:
     if _MOUNTED:
         return
     _MOUNTED.append(True)
+    from simlab.acceptance.cli import acceptance_app, calibrate_command
     from simlab.audit.cli import audit_command
     from simlab.hardware.cli import profiles_app
     from simlab.real.cli import real_app
@@ -114,6 +115,8 @@ def _mount_subcommands() -> None:
     from simlab.workload.cli import traces_app
 
     app.command("audit")(audit_command)
+    app.add_typer(acceptance_app, name="acceptance", help="Fit acceptance models from real engines' logs.")
+    app.command("calibrate")(calibrate_command)
     app.command("profile")(profile_command)
     app.add_typer(profiles_app, name="profiles", help="List and export hardware cost profiles.")
     app.add_typer(traces_app, name="traces", help="List and describe the shipped request traces.")
