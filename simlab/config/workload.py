@@ -132,13 +132,17 @@ Domains = Annotated[dict[str, PositiveFloat], AfterValidator(_check_domains)]
 
 
 class TraceColumns(StrictModel):
-    """Column names of a generic CSV or JSONL trace, and the unit of the arrival column."""
+    """Column names of a generic CSV or JSONL trace, and the unit of the arrival column. For prefix caching,
+    ``prefix_group`` names a column whose equal labels share a prompt prefix of ``prefix_tokens`` tokens (a
+    column; without one, the group's shortest prompt)."""
 
     arrival: str = Field(min_length=1)
     prompt_tokens: str = Field(min_length=1)
     output_tokens: str = Field(min_length=1)
     domain: Optional[str] = Field(default=None, min_length=1)
     arrival_unit: Literal["s", "ms", "us", "ns", "datetime"] = "s"
+    prefix_group: Optional[str] = Field(default=None, min_length=1)
+    prefix_tokens: Optional[str] = Field(default=None, min_length=1)
 
 
 def _columns_fit_format(fmt: Optional[str], columns: Optional[TraceColumns]) -> None:

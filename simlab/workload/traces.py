@@ -55,6 +55,7 @@ class TraceTable:
     output_tokens: np.ndarray
     domain_labels: Optional[np.ndarray]
     was_sorted: bool
+    order: Optional[np.ndarray] = None  # the rows of the file in the order given (None: the file's order)
 
     def __len__(self) -> int:
         return len(self.arrival_s)
@@ -103,12 +104,13 @@ def read_trace(
             value=frame[cols.arrival].iloc[row],
             valid=f"arrivals in time order, or {origin.field('sort')}: true to sort them (stably) as they are read",
         )
+    order = None
     if not was_sorted:
         order = np.argsort(arrival_s, kind="stable")
         arrival_s, prompt, output = arrival_s[order], prompt[order], output[order]
         domain = domain[order] if domain is not None else None
     return TraceTable(path=path, format=fmt, arrival_s=arrival_s, prompt_tokens=prompt, output_tokens=output,
-                      domain_labels=domain, was_sorted=was_sorted)
+                      domain_labels=domain, was_sorted=was_sorted, order=order)
 
 
 def _columns_for(
