@@ -12,6 +12,7 @@ import pytest
 
 import simlab
 from reference import run_reference
+from simlab.runner import as_loaded, build
 from test_reference_equivalence import LOAD_IN_FLIGHT, ONE_TOKEN_SEAT, differences
 
 U = 2.0**-7  # one decode (verify) step, whatever its batch
@@ -183,3 +184,152 @@ def test_closed_loop_request_sent_at_t_is_seen_by_other_replicas_starting_at_t(t
     assert column(ref.requests, "replica") == [0, 1, 0, 1, 0, 1]
     assert column(ref.requests, "first_token_s") == [2 * U, U, 2 * U, 4 * U, 5 * U, 6 * U]
     engine_agrees(data)
+
+
+# ----------------------------------------------------------------------------------------- 6.2 paged KV
+@pytest.mark.parametrize("k", [1, 3])
+def test_an_overload_preempts_exactly_k_times(tmp_path, k):
+    # 2k requests (16 prompt + 16 output tokens: at most 31 held, 2 blocks each) in 2k blocks of 16. All are
+    # admitted with one block; after the prefill each needs a second: the first k take theirs by preempting the
+    # newest k, which wait (2 blocks each, none free) until the first k finish, and then fit exactly: k preemptions
+    data = hand(tmp_path, [(0.0, 16, 16)] * (2 * k), engine={"kv_cache_tokens": 2 * k * 16})
+    ref = run_reference(data, arm=0, kv_policy="paged", block_size=16)
+    assert ref.num_preemptions == k
+    t1 = 2 * k * 16 * P
+    first_wave = t1
+    for _ in range(15):
+        first_wave += U
+    second_first = first_wave + 17 * k * P  # the preempted k recompute 16 + 1 tokens, which emits one token
+    second_wave = second_first
+    for _ in range(14):
+        second_wave += U
+    assert column(ref.requests, "first_token_s") == [t1] * (2 * k)  # a recompute keeps the first token's time
+    assert column(ref.requests, "finish_s") == [first_wave] * k + [second_wave] * k
+    assert column(ref.requests, "steps") == [15] * k + [14] * k  # 1 + 15 and 1 + 1 (recompute) + 14 tokens
+    assert column(ref.steps, "prefill_tokens") == [32 * k] + [0] * 15 + [17 * k] + [0] * 14
+    assert column(ref.steps, "kv_tokens") == [32 * k] * 31  # every block in use from the start
+
+
+def test_a_prefilling_request_is_preempted_and_starts_its_prompt_again(tmp_path):
+    # 3 blocks of 16. Request 0 (15 + 30 tokens) decodes; request 1 (32-token prompt, 2 blocks) prefills in chunks of
+    # 16 beside it. When request 0 reaches 17 tokens it needs a second block: request 1, the newest, is preempted
+    # halfway through its prompt and waits until request 0 has finished
+    data = hand(tmp_path, [(0.0, 15, 30), (0.001, 32, 2)],
+                engine={"kv_cache_tokens": 48, "prefill_chunk_tokens": 16})
+    ref = run_reference(data, arm=0, kv_policy="paged", block_size=16)
+    assert ref.num_preemptions == 1
+    t1 = 15 * P
+    t2 = t1 + (U + 16 * P)  # request 1's first chunk
+    finish0 = t2
+    for _ in range(28):
+        finish0 += U
+    first1 = finish0 + 16 * P + 16 * P  # its whole prompt again, in two chunks
+    assert column(ref.requests, "first_token_s") == [t1, first1]
+    assert column(ref.requests, "finish_s") == [finish0, first1 + U]
+    assert column(ref.steps, "prefill_tokens") == [15, 16] + [0] * 28 + [16, 16, 0]
+    # blocks: 1; 1 + 2; 2 (request 1 released its 2); ... 3 once request 0 reaches 33 tokens (16 steps later)
+    assert column(ref.steps, "kv_tokens")[:4] == [16, 48, 32, 32]
+    assert column(ref.steps, "kv_tokens")[17:19] == [32, 48]
+
+
+def test_paged_growth_counts_the_lookahead_slots(tmp_path):
+    # alpha = 1, gamma 3: context + max_len grows 20, 24, 28, 32, 35 tokens -> 2, 2, 2, 2, 3 blocks of 16
+    data = hand(tmp_path, [(0.0, 16, 20)], acceptance={"kind": "iid", "alpha": 1.0},
+                arms=[{"name": "fixed", "method": "dflash", "gamma": 3, "calibration": "none",
+                       "scheduler": {"kind": "fixed"}}])
+    paged = run_reference(data, arm=0, kv_policy="paged", block_size=16)
+    assert column(paged.steps, "kv_tokens") == [16, 32, 32, 32, 32, 48]
+    reserve = run_reference(data, arm=0)
+    assert column(reserve.steps, "kv_tokens") == [36] * 6
+
+
+def test_paged_with_enough_kv_equals_reserve():
+    from test_reference_equivalence import SCENARIOS, poisson
+
+    built = build(as_loaded({**SCENARIOS["round-robin-3"], "workload": poisson(40, 20.0)}))
+    for arm in range(len(built.arms)):
+        reserve = run_reference(built=built, arm=arm)
+        paged = run_reference(built=built, arm=arm, kv_policy="paged", block_size=16)
+        assert paged.num_preemptions == 0
+        assert reserve.requests.equals(paged.requests)
+        assert reserve.steps.drop(columns="kv_tokens").equals(paged.steps.drop(columns="kv_tokens"))
+        assert (paged.steps.kv_tokens % 16 == 0).all()
+
+
+def test_paged_overload_preempts_and_finishes_every_request():
+    from test_reference_equivalence import SCENARIOS
+
+    data = dict(SCENARIOS["kv-cache-waits"])
+    data["engine"] = {**data["engine"], "kv_cache_tokens": 3200}
+    built = build(as_loaded(data))
+    for arm in range(len(built.arms)):
+        ref = run_reference(built=built, arm=arm, kv_policy="paged", block_size=16)
+        assert ref.num_preemptions > 0
+        assert (ref.steps.kv_tokens <= 3200).all()
+        assert (ref.requests.finish_s >= ref.requests.first_token_s).all()
+        # every decode step of a request emitted at least one token, and the prefill steps the others
+        assert (ref.requests.steps <= ref.requests.output_tokens - 1).all()
+
+
+# ----------------------------------------------------------------------------------------- 7 prefix caching
+def shared_prefix(num_requests: int, unique_tokens: int = 88) -> list:
+    """Prompts of one shared 512-token block followed by a block of their own."""
+    return [[("system", 512), (("own", i), unique_tokens)] for i in range(num_requests)]
+
+
+@pytest.mark.parametrize("kv_policy", ["reserve", "paged"])
+def test_requests_sharing_a_prefix_hit_for_all_but_the_first(tmp_path, kv_policy):
+    rows = [(float(i), 600, 3) for i in range(4)]  # one second apart: each arrives after the last finished
+    ref = run_reference(hand(tmp_path, rows), arm=0, kv_policy=kv_policy, prefix_caching=True,
+                        prefix_blocks=shared_prefix(4))
+    assert column(ref.requests, "cached_tokens") == [0, 512, 512, 512]
+    assert ref.prefix_cache_hit_rate == 3 * 512 / (4 * 600)
+    assert column(ref.steps, "prefill_tokens")[::3] == [600, 88, 88, 88]
+    waits = (ref.requests.first_token_s - ref.requests.arrival_s).tolist()
+    assert waits == [600 * P] + [float(i) + 88 * P - i for i in (1, 2, 3)]
+
+
+def test_requests_admitted_before_the_prefix_is_cached_miss(tmp_path):
+    ref = run_reference(hand(tmp_path, [(0.0, 600, 3)] * 3), arm=0, prefix_caching=True,
+                        prefix_blocks=shared_prefix(3))
+    assert column(ref.requests, "cached_tokens") == [0, 0, 0]  # all admitted together, before any insert
+
+
+def test_a_whole_cached_prompt_still_computes_one_token(tmp_path):
+    ref = run_reference(hand(tmp_path, [(0.0, 512, 2), (1.0, 512, 2)]), arm=0, prefix_caching=True,
+                        prefix_blocks=[[("same", 512)]] * 2)
+    assert column(ref.requests, "cached_tokens") == [0, 511]
+    assert column(ref.steps, "prefill_tokens") == [512, 0, 1, 0]
+
+
+@pytest.mark.parametrize("kv_policy", ["reserve", "paged"])
+def test_cached_prefix_blocks_count_against_the_kv_and_go_least_recent_first(tmp_path, kv_policy):
+    # 1280 KV tokens (80 blocks of 16); prompts of a 512-token prefix block (a, b, c, b, a) and an 80-token block of
+    # their own, 16 output tokens, one at a time. A and B leave a, a', b, b' cached (1184 tokens). C (608 to
+    # reserve, 96 free) evicts a, the least recent. D hits b (pinned, so not evictable) and needs 96 of its own
+    # (16 free): a' goes. E (prefix a, gone) misses and needs 608: b' and c go (b was touched by D)
+    rows = [(float(i), 592, 16) for i in range(5)]
+    blocks = [[(name, 512), (("own", i), 80)] for i, name in enumerate(["a", "b", "c", "b", "a"])]
+    ref = run_reference(hand(tmp_path, rows, engine={"kv_cache_tokens": 1280}), arm=0, kv_policy=kv_policy,
+                        prefix_caching=True, prefix_blocks=blocks)
+    assert column(ref.requests, "cached_tokens") == [0, 0, 0, 512, 0]
+    assert ref.num_evictions == 4
+    assert ref.steps.kv_tokens.max() <= 1280
+    # kv_tokens at each admission: A 608; B 592 cached + 608; C 1184 - 512 + 608; D 1264 - 80 + 96; E after
+    # evicting b' and c: 1264 - 80 - 512 + 608. Paged admission allocates the prompt's 37 blocks, not the output
+    admitted = ref.steps.kv_tokens[ref.steps.prefill_tokens > 0].tolist()
+    if kv_policy == "reserve":
+        assert admitted == [608, 1200, 1280, 1280, 1280]
+    else:
+        assert admitted == [592, 1184, 1264, 1264, 1264]
+
+
+def test_prefix_aware_router_prefers_the_replica_holding_the_prefix(tmp_path):
+    rows = [(0.0, 600, 3), (0.0, 600, 3), (1.0, 600, 3), (1.0, 600, 3)]
+    blocks = [[("x", 512), ("x0", 88)], [("y", 512), ("y1", 88)], [("y", 512), ("y2", 88)],
+              [("z", 512), ("z3", 88)]]
+    data = hand(tmp_path, rows, engine={"replicas": 2})
+    ref = run_reference(data, arm=0, prefix_caching=True, prefix_blocks=blocks, router="prefix_aware")
+    # 0 and 1 by load (nothing cached); 2 follows prefix y to replica 1; 3 (nothing cached) ties on load -> 0
+    assert column(ref.requests, "replica") == [0, 1, 1, 0]
+    assert column(ref.requests, "cached_tokens") == [0, 0, 512, 0]

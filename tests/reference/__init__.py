@@ -40,15 +40,16 @@ class ReferenceResult:
     num_evictions: int
 
 
-def run_reference(scenario=None, *, arm=0, built=None, kv_policy: str = "reserve", block_size: int = 16,
-                  prefix_caching: bool = False, prefix_blocks: Optional[Sequence] = None,
-                  router: Optional[str] = None) -> ReferenceResult:
+def run_reference(scenario=None, *, arm=0, built=None, kv_policy: Optional[str] = None,
+                  block_size: Optional[int] = None, prefix_caching: Optional[bool] = None,
+                  prefix_blocks: Optional[Sequence] = None, router: Optional[str] = None) -> ReferenceResult:
     """Simulate one arm of ``scenario`` (a path, a mapping or a loaded scenario; or give ``built``, what
     :func:`simlab.runner.build` returned) with the reference stepper.
 
-    ``arm`` is an index or a label. ``kv_policy`` (reserve | paged), ``block_size``, ``prefix_caching``,
-    ``router`` (overrides the scenario's) and ``prefix_blocks`` (per request, a sequence of (hash id, tokens)
-    covering its prompt) are the features of sections 6.2 and 7, given explicitly.
+    ``arm`` is an index or a label. ``kv_policy`` (reserve | paged), ``block_size``, ``prefix_caching`` and
+    ``router`` override the scenario's ``engine`` fields (defaults where it has none: reserve, 16, false);
+    ``prefix_blocks`` gives each request's prefix blocks (section 7) as a sequence of (hash id, tokens) covering
+    its prompt.
     """
     from simlab.runner import as_loaded, build
 
@@ -62,6 +63,10 @@ def run_reference(scenario=None, *, arm=0, built=None, kv_policy: str = "reserve
     requests = workload.requests
     num_requests = len(requests)
     engine = sc.engine
+    kv_policy = kv_policy or getattr(engine, "kv_policy", "reserve")
+    block_size = block_size or getattr(engine, "block_size", 16)
+    if prefix_caching is None:
+        prefix_caching = bool(getattr(engine, "prefix_caching", False))
 
     reqs = [
         Request(i, int(requests.prompt_tokens[i]), int(requests.output_tokens[i]), int(requests.domain[i]),
@@ -117,6 +122,7 @@ def run_reference(scenario=None, *, arm=0, built=None, kv_policy: str = "reserve
         "finish_s": [r.finish_s for r in reqs],
         "steps": [r.steps for r in reqs],
         "replica": [r.replica for r in reqs],
+        "cached_tokens": [r.cached_at_first_admission for r in reqs],  # not an engine column (section 7)
     })
     step_frame = pd.DataFrame([vars(row) for row in rows])
     step_frame.insert(0, "arm", label)
