@@ -127,7 +127,7 @@ class Replica:
             true_accepted = np.array([t for _, t in drawn], dtype=np.int64)[None, :]
             max_len = np.array([min(gamma, r.remaining - 1) for r in decoding], dtype=np.int64)[None, :]
             scheduler = limits.scheduler
-            info = scheduler.info
+            entry = scheduler.entry  # its registry entry says what it reads
             inputs = ScheduleInputs(
                 conf=conf,
                 max_len=max_len,
@@ -135,9 +135,9 @@ class Replica:
                 token_budget=max(limits.max_batch_tokens - num_decode, 0),
                 true_accepted=true_accepted,
             )
-            if info.uses_draft_cost:
+            if entry.reads_draft_cost:
                 inputs.draft_s = limits.cost.draft_s(limits.method, gamma, num_decode, context)
-            if info.uses_lag:
+            if entry.reads_lag:
                 lag = scheduler.lag_steps
                 inputs.lagged_conf = np.array([
                     streams.at(r, r.steps - lag)[0] if r.steps >= lag else limits.prior_conf for r in decoding
