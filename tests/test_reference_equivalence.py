@@ -180,6 +180,15 @@ STEP_COLUMNS = ("t_s", "step_s", "replica", "decode_requests", "batch_tokens", "
 POSITION_COUNTS = ("verified", "reached", "accepted")
 
 
+def first_difference(what: str, engine_values, ref_values, at) -> list[str]:
+    """``[]`` when the two columns are equal element for element, else one line naming the first difference."""
+    a, b = engine_values.to_numpy(), ref_values.to_numpy()
+    if np.array_equal(a, b):
+        return []
+    first = int(np.flatnonzero(a != b)[0])
+    return [f"{what} first differs at {at(first)}: engine {a[first]!r}, reference {b[first]!r}"]
+
+
 def differences(engine, ref, label: str, step_columns=STEP_COLUMNS) -> list[str]:
     """Where the engine's frames (``simlab.run_scenario`` results) and the reference's differ for one arm."""
     found = []
@@ -188,20 +197,14 @@ def differences(engine, ref, label: str, step_columns=STEP_COLUMNS) -> list[str]
     if not np.array_equal(requests["id"].to_numpy(), ref.requests["id"].to_numpy()):
         return [f"{label}: request ids differ"]
     for column in REQUEST_COLUMNS:
-        a, b = requests[column].to_numpy(), ref.requests[column].to_numpy()
-        if not np.array_equal(a, b):
-            first = int(np.flatnonzero(a != b)[0])
-            found.append(f"{label}: requests.{column} first differs at id {first}: engine {a[first]!r}, "
-                         f"reference {b[first]!r}")
+        found += first_difference(f"{label}: requests.{column}", requests[column], ref.requests[column],
+                                  lambda i: f"id {i}")
     if len(steps) != len(ref.steps):
         found.append(f"{label}: {len(steps)} engine steps, {len(ref.steps)} reference steps")
     else:
         for column in step_columns:
-            a, b = steps[column].to_numpy(), ref.steps[column].to_numpy()
-            if not np.array_equal(a, b):
-                first = int(np.flatnonzero(a != b)[0])
-                found.append(f"{label}: steps.{column} first differs at row {first} (t_s {ref.steps.t_s[first]!r}): "
-                             f"engine {a[first]!r}, reference {b[first]!r}")
+            found += first_difference(f"{label}: steps.{column}", steps[column], ref.steps[column],
+                                      lambda i: f"row {i} (t_s {ref.steps.t_s[i]!r})")
     metrics = engine.arms[label]
     for name in POSITION_COUNTS:
         counts = metrics.get(f"spec_decode_num_{name}_per_position") or []
