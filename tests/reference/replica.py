@@ -50,11 +50,10 @@ class Replica:
     def __init__(self, index: int, kv: KVCache) -> None:
         self.index = index
         self.waiting: deque[Request] = deque()
-        self.running: list[Request] = []
+        self.running: list[Request] = []  # in admission order (a re-admitted request goes last)
         self.clock = 0.0
         self.kv = kv
         self.busy = False  # an iteration is running or about to start
-        self.num_admitted = 0
         self.num_preemptions = 0
 
     def load(self) -> int:
@@ -98,14 +97,12 @@ class Replica:
                 break
             self.waiting.popleft()
             head.state = PREFILLING
-            head.admission = self.num_admitted
-            self.num_admitted += 1
             self.running.append(head)
 
     # ------------------------------------------------------------------------------------------------- 3
     def start_iteration(self, limits: Limits, streams: Streams | None) -> "Iteration":
-        """Section 3 steps 1-4: an iteration starting at ``clock``. Nothing changes for the requests until
-        :meth:`end_iteration` applies its outcomes at its end."""
+        """Section 3 steps 1-4: an iteration starting at ``clock`` (growth and admission happen now; the
+        outcomes wait for :meth:`end_iteration`, at its end)."""
         # 3.1: KV growth (paged only), then admission
         if self.kv.paged:
             self.grow(limits.gamma)

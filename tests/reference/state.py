@@ -32,7 +32,6 @@ class Request:
     steps: int = 0
     done: int = 0  # prompt (or recompute) tokens computed so far while prefilling
     prefill_target: int = 0
-    admission: int = -1  # admission counter: running requests are kept in increasing order of it
 
     # section 6: the request's own KV (tokens under reserve, blocks under paged) and the cached prefix blocks
     # it pins (section 7)
