@@ -101,8 +101,13 @@ SCENARIOS = {
         "schedulers", workload=poisson(60, output=uniform(1, 120)),
         arms=[{"name": f"dspark-{k}", "method": "dspark", "gamma": 7, "scheduler": s}
               for k, s in SCHEDULERS.items()]),
-    "gamma-arrivals": scenario(
-        "gamma", workload={**poisson(100, 12.0, prompt=uniform(20, 1500)), "kind": "gamma", "cv": 3.0}),
+    "gamma-arrivals-autoregressive-roofline": scenario(  # the roofline charges mtp/eagle3 drafts their KV reads
+        "gamma", workload={**poisson(80, 12.0, prompt=uniform(20, 1500)), "kind": "gamma", "cv": 3.0,
+                           "domains": {"code": 0.5, "chat": 0.5}},
+        acceptance={"kind": "preset", "name": "qwen3-8b"},
+        arms=[{"name": "eagle3", "method": "eagle3", "gamma": 5, "scheduler": SCHEDULERS["async_topk-lag1"]},
+              {"name": "mtp", "method": "mtp", "gamma": 2, "scheduler": SCHEDULERS["goodput-lag0"]},
+              {"name": "dspark", "method": "dspark", "gamma": 7, "scheduler": SCHEDULERS["oracle"]}]),
     "every-method-table": scenario(
         "methods", hardware=CONTEXT_TABLE, acceptance={"kind": "preset", "name": "qwen3-8b"},
         workload={**poisson(60, 8.0, prompt=uniform(20, 1200), output=uniform(1, 120)),
