@@ -7,13 +7,15 @@ the engine's run is compared too, marked xfail with the reason.
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
 import simlab
 from reference import run_reference
 from simlab.runner import as_loaded, build
-from test_reference_equivalence import LOAD_IN_FLIGHT, ONE_TOKEN_SEAT, differences
+from test_reference_equivalence import ONE_TOKEN_SEAT, differences
 
 U = 2.0**-7  # one decode (verify) step, whatever its batch
 P = 2.0**-10  # one prefill token
@@ -154,13 +156,33 @@ def _least_loaded_case(tmp_path) -> dict:
 
 
 def test_least_loaded_counts_requests_until_their_iteration_ends(tmp_path):
-    ref = run_reference(_least_loaded_case(tmp_path), arm=0)
+    data = _least_loaded_case(tmp_path)
+    ref = run_reference(data, arm=0)
     assert column(ref.requests, "replica") == [0, 1, 0, 1]  # at 0.022 replica 0 still runs 2 requests
+    engine_agrees(data)
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=LOAD_IN_FLIGHT)
-def test_engine_least_loaded_counts_requests_until_their_iteration_ends(tmp_path):
-    engine_agrees(_least_loaded_case(tmp_path))
+def _arrival_at_a_finish(tmp_path) -> dict:
+    # replica 0 prefills requests 0 and 2 (16 tokens, 2U) and decodes them; request 0 finishes at 3U, exactly when
+    # request 3 arrives. Replica 1 runs request 1 (its iterations end at U, 2U, 3U, ...)
+    return hand(tmp_path, [(0.0, 8, 2), (0.0, 8, 10), (0.0, 8, 10), (3 * U, 8, 3)],
+                engine={"replicas": 2, "router": "least_loaded"})
+
+
+ROUTE_AT_AN_END = (
+    "docs/engine.md is silent on whether an arrival at t is routed before or after the outcomes of iterations "
+    "ending at t (section 4 only says the iteration starting at t sees it). The reference applies the ends first "
+    "(request 0 has finished: loads 1 and 1, replica 0); the engine routes first (loads 2 and 1, replica 1)")
+
+
+def test_an_arrival_at_a_finish_is_routed_after_it(tmp_path):
+    ref = run_reference(_arrival_at_a_finish(tmp_path), arm=0)
+    assert column(ref.requests, "replica") == [0, 1, 0, 0]
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=ROUTE_AT_AN_END)
+def test_engine_routes_an_arrival_at_a_finish_after_it(tmp_path):
+    engine_agrees(_arrival_at_a_finish(tmp_path))
 
 
 def test_an_arrival_at_an_iteration_end_is_seen_by_the_next_iteration(tmp_path):
@@ -187,13 +209,16 @@ def test_closed_loop_request_sent_at_t_is_seen_by_other_replicas_starting_at_t(t
 
 
 # ----------------------------------------------------------------------------------------- 6.2 paged KV
+PAGED = {"kv_policy": "paged", "block_size": 16}
+
+
 @pytest.mark.parametrize("k", [1, 3])
 def test_an_overload_preempts_exactly_k_times(tmp_path, k):
     # 2k requests (16 prompt + 16 output tokens: at most 31 held, 2 blocks each) in 2k blocks of 16. All are
     # admitted with one block; after the prefill each needs a second: the first k take theirs by preempting the
     # newest k, which wait (2 blocks each, none free) until the first k finish, and then fit exactly: k preemptions
-    data = hand(tmp_path, [(0.0, 16, 16)] * (2 * k), engine={"kv_cache_tokens": 2 * k * 16})
-    ref = run_reference(data, arm=0, kv_policy="paged", block_size=16)
+    data = hand(tmp_path, [(0.0, 16, 16)] * (2 * k), engine={"kv_cache_tokens": 2 * k * 16, **PAGED})
+    ref = run_reference(data, arm=0)
     assert ref.num_preemptions == k
     t1 = 2 * k * 16 * P
     first_wave = t1
@@ -208,6 +233,7 @@ def test_an_overload_preempts_exactly_k_times(tmp_path, k):
     assert column(ref.requests, "steps") == [15] * k + [14] * k  # 1 + 15 and 1 + 1 (recompute) + 14 tokens
     assert column(ref.steps, "prefill_tokens") == [32 * k] + [0] * 15 + [17 * k] + [0] * 14
     assert column(ref.steps, "kv_tokens") == [32 * k] * 31  # every block in use from the start
+    engine_agrees(data)
 
 
 def test_a_prefilling_request_is_preempted_and_starts_its_prompt_again(tmp_path):
@@ -215,8 +241,8 @@ def test_a_prefilling_request_is_preempted_and_starts_its_prompt_again(tmp_path)
     # 16 beside it. When request 0 reaches 17 tokens it needs a second block: request 1, the newest, is preempted
     # halfway through its prompt and waits until request 0 has finished
     data = hand(tmp_path, [(0.0, 15, 30), (0.001, 32, 2)],
-                engine={"kv_cache_tokens": 48, "prefill_chunk_tokens": 16})
-    ref = run_reference(data, arm=0, kv_policy="paged", block_size=16)
+                engine={"kv_cache_tokens": 48, "prefill_chunk_tokens": 16, **PAGED})
+    ref = run_reference(data, arm=0)
     assert ref.num_preemptions == 1
     t1 = 15 * P
     t2 = t1 + (U + 16 * P)  # request 1's first chunk
@@ -230,6 +256,7 @@ def test_a_prefilling_request_is_preempted_and_starts_its_prompt_again(tmp_path)
     # blocks: 1; 1 + 2; 2 (request 1 released its 2); ... 3 once request 0 reaches 33 tokens (16 steps later)
     assert column(ref.steps, "kv_tokens")[:4] == [16, 48, 32, 32]
     assert column(ref.steps, "kv_tokens")[17:19] == [32, 48]
+    engine_agrees(data)
 
 
 def test_paged_growth_counts_the_lookahead_slots(tmp_path):
@@ -237,10 +264,12 @@ def test_paged_growth_counts_the_lookahead_slots(tmp_path):
     data = hand(tmp_path, [(0.0, 16, 20)], acceptance={"kind": "iid", "alpha": 1.0},
                 arms=[{"name": "fixed", "method": "dflash", "gamma": 3, "calibration": "none",
                        "scheduler": {"kind": "fixed"}}])
-    paged = run_reference(data, arm=0, kv_policy="paged", block_size=16)
-    assert column(paged.steps, "kv_tokens") == [16, 32, 32, 32, 32, 48]
     reserve = run_reference(data, arm=0)
     assert column(reserve.steps, "kv_tokens") == [36] * 6
+    data["engine"].update(PAGED)
+    paged = run_reference(data, arm=0)
+    assert column(paged.steps, "kv_tokens") == [16, 32, 32, 32, 32, 48]
+    engine_agrees(data)
 
 
 def test_paged_with_enough_kv_equals_reserve():
@@ -272,38 +301,31 @@ def test_paged_overload_preempts_and_finishes_every_request():
 
 
 # ----------------------------------------------------------------------------------------- 7 prefix caching
-def shared_prefix(num_requests: int, unique_tokens: int = 88) -> list:
-    """Prompts of one shared 512-token block followed by a block of their own."""
-    return [[("system", 512), (("own", i), unique_tokens)] for i in range(num_requests)]
-
-
 @pytest.mark.parametrize("kv_policy", ["reserve", "paged"])
 def test_requests_sharing_a_prefix_hit_for_all_but_the_first(tmp_path, kv_policy):
-    rows = [(float(i), 600, 3) for i in range(4)]  # one second apart: each arrives after the last finished
-    ref = run_reference(hand(tmp_path, rows), arm=0, kv_policy=kv_policy, prefix_caching=True,
-                        prefix_blocks=shared_prefix(4))
+    # two seconds apart, each after the last finished: a shared 512-token block, then one of their own
+    rows = [(2000 * i, 1024, 3, [7, 100 + i]) for i in range(4)]
+    data = mooncake_hand(tmp_path, rows, kv_policy=kv_policy)
+    ref = run_reference(data, arm=0)
     assert column(ref.requests, "cached_tokens") == [0, 512, 512, 512]
-    assert ref.prefix_cache_hit_rate == 3 * 512 / (4 * 600)
-    assert column(ref.steps, "prefill_tokens")[::3] == [600, 88, 88, 88]
+    assert ref.prefix_cache_hit_rate == 3 * 512 / (4 * 1024)
+    assert column(ref.steps, "prefill_tokens")[::3] == [1024, 512, 512, 512]
     waits = (ref.requests.first_token_s - ref.requests.arrival_s).tolist()
-    assert waits == [600 * P] + [float(i) + 88 * P - i for i in (1, 2, 3)]
+    assert waits == [1024 * P] + [2.0 * i + 512 * P - 2.0 * i for i in (1, 2, 3)]
+    engine_agrees(data)
 
 
 def test_requests_admitted_before_the_prefix_is_cached_miss(tmp_path):
-    ref = run_reference(hand(tmp_path, [(0.0, 600, 3)] * 3), arm=0, prefix_caching=True,
-                        prefix_blocks=shared_prefix(3))
+    data = mooncake_hand(tmp_path, [(0, 1024, 3, [7, 100 + i]) for i in range(3)])
+    ref = run_reference(data, arm=0)
     assert column(ref.requests, "cached_tokens") == [0, 0, 0]  # all admitted together, before any insert
-
-
-def test_a_whole_cached_prompt_still_computes_one_token(tmp_path):
-    ref = run_reference(hand(tmp_path, [(0.0, 512, 2), (1.0, 512, 2)]), arm=0, prefix_caching=True,
-                        prefix_blocks=[[("same", 512)]] * 2)
-    assert column(ref.requests, "cached_tokens") == [0, 511]
-    assert column(ref.steps, "prefill_tokens") == [512, 0, 1, 0]
+    engine_agrees(data)
 
 
 @pytest.mark.parametrize("kv_policy", ["reserve", "paged"])
 def test_cached_prefix_blocks_count_against_the_kv_and_go_least_recent_first(tmp_path, kv_policy):
+    # (prefix blocks given to the reference: 592-token prompts end in a shorter block, which the engine does not
+    # cache, so only the reference runs this case)
     # 1280 KV tokens (80 blocks of 16); prompts of a 512-token prefix block (a, b, c, b, a) and an 80-token block of
     # their own, 16 output tokens, one at a time. A and B leave a, a', b, b' cached (1184 tokens). C (608 to
     # reserve, 96 free) evicts a, the least recent. D hits b (pinned, so not evictable) and needs 96 of its own
@@ -325,11 +347,72 @@ def test_cached_prefix_blocks_count_against_the_kv_and_go_least_recent_first(tmp
 
 
 def test_prefix_aware_router_prefers_the_replica_holding_the_prefix(tmp_path):
-    rows = [(0.0, 600, 3), (0.0, 600, 3), (1.0, 600, 3), (1.0, 600, 3)]
-    blocks = [[("x", 512), ("x0", 88)], [("y", 512), ("y1", 88)], [("y", 512), ("y2", 88)],
-              [("z", 512), ("z3", 88)]]
-    data = hand(tmp_path, rows, engine={"replicas": 2})
-    ref = run_reference(data, arm=0, prefix_caching=True, prefix_blocks=blocks, router="prefix_aware")
-    # 0 and 1 by load (nothing cached); 2 follows prefix y to replica 1; 3 (nothing cached) ties on load -> 0
+    rows = [(0, 1024, 3, [1, 10]), (0, 1024, 3, [2, 11]), (2000, 1024, 3, [2, 12]), (2000, 1024, 3, [3, 13])]
+    data = mooncake_hand(tmp_path, rows, replicas=2, router="prefix_aware")
+    ref = run_reference(data, arm=0)
+    # 0 and 1 by load (nothing cached); 2 follows prefix 2 to replica 1; 3 (nothing cached) ties on load -> 0
     assert column(ref.requests, "replica") == [0, 1, 1, 0]
     assert column(ref.requests, "cached_tokens") == [0, 0, 512, 0]
+    engine_agrees(data)
+
+
+def mooncake_hand(tmp_path, rows, **engine) -> dict:
+    """A scenario replaying ``rows`` = [(arrival_ms, prompt, output, hash_ids), ...] as a Mooncake trace, with
+    prefix caching on (only whole 512-token blocks, so the engine's full-block cache and section 7 agree)."""
+    trace = tmp_path / "trace.jsonl"
+    trace.write_text("".join(json.dumps({"timestamp": a, "input_length": p, "output_length": o, "hash_ids": h}) + "\n"
+                             for a, p, o, h in rows))
+    data = hand(tmp_path, [], workload={"kind": "trace", "path": str(trace), "format": "mooncake"},
+                engine={"max_batch_tokens": 2048, "prefix_caching": True, **engine})
+    return data
+
+
+def _whole_prompt_cached(tmp_path) -> dict:
+    return mooncake_hand(tmp_path, [(0, 1024, 2, [1, 2]), (5000, 1024, 2, [1, 2])])
+
+
+WHOLE_PROMPT_HIT = (
+    "docs/engine.md section 7: a hit covers cached_r = min(tokens of the leading cached blocks, prompt_r - 1); a "
+    "1024-token prompt whose two blocks are cached computes 1 token. The engine counts only the blocks lying "
+    "within the first prompt_r - 1 tokens (as vLLM), so it recomputes the whole last block (512 tokens)")
+
+
+def test_a_whole_cached_prompt_computes_its_last_token(tmp_path):
+    data = _whole_prompt_cached(tmp_path)
+    ref = run_reference(data, arm=0)
+    assert column(ref.requests, "cached_tokens") == [0, 1023]
+    assert column(ref.steps, "prefill_tokens") == [1024, 0, 1, 0]
+    assert column(ref.requests, "first_token_s") == [1024 * P, 5.0 + P]
+    # the cache holds both blocks, each request reserves the rest: 1024 + 2 in every step
+    assert column(ref.steps, "kv_tokens") == [1026] * 4
+    assert ref.prefix_cache_hit_rate == 1023 / 2048
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=WHOLE_PROMPT_HIT)
+def test_engine_computes_only_the_last_token_of_a_whole_cached_prompt(tmp_path):
+    engine_agrees(_whole_prompt_cached(tmp_path))
+
+
+def test_cached_blocks_are_evicted_before_a_request_waits(tmp_path):
+    # 3000 tokens. Request 0 leaves block 10 cached (512). Request 1 (1536 of prompt, 500 output) holds 500 and
+    # pins 20-22 (1536) once its prompt completes, 452 free. Request 2 needs 1034: evicting block 10 frees 964,
+    # not enough; section 7 evicts it all the same ("before anything waits"), then request 2 waits for request 1
+    data = mooncake_hand(tmp_path, [(0, 512, 2, [10]), (2000, 1536, 500, [20, 21, 22]), (3000, 1024, 10, [30, 31])],
+                         kv_cache_tokens=3000)
+    ref = run_reference(data, arm=0)
+    kv = ref.steps.set_index("t_s").kv_tokens
+    assert kv[2.0] == 512 + 2036  # request 1 admitted beside the cached block 10
+    assert kv[3.5] == 500 + 1536  # block 10 evicted, request 2 waiting
+    assert ref.num_evictions >= 1 and column(ref.requests, "cached_tokens") == [0, 0, 0]
+    engine_agrees(data)
+
+
+def test_a_prompt_s_blocks_are_least_recent_head_first(tmp_path):
+    # 1600 tokens. Request 0 caches a, b (inserted in prompt order). Request 1 needs 612 with 576 free: the least
+    # recent block goes, a. Request 2 (a, b) then finds no leading run: a miss (section 7's LRU by insertion and
+    # touch order; an engine evicting a chain's tail first would keep a and hit 512)
+    data = mooncake_hand(tmp_path, [(0, 1024, 2, [1, 2]), (2000, 512, 100, [3]), (5000, 1024, 2, [1, 2])],
+                         kv_cache_tokens=1600)
+    ref = run_reference(data, arm=0)
+    assert column(ref.requests, "cached_tokens") == [0, 0, 0]
+    engine_agrees(data)

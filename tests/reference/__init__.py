@@ -49,7 +49,7 @@ def run_reference(scenario=None, *, arm=0, built=None, kv_policy: Optional[str] 
     ``arm`` is an index or a label. ``kv_policy`` (reserve | paged), ``block_size``, ``prefix_caching`` and
     ``router`` override the scenario's ``engine`` fields (defaults where it has none: reserve, 16, false);
     ``prefix_blocks`` gives each request's prefix blocks (section 7) as a sequence of (hash id, tokens) covering
-    its prompt.
+    its prompt; by default they come from the workload's prefix ids (a Mooncake trace's hash_ids).
     """
     from simlab.runner import as_loaded, build
 
@@ -68,6 +68,8 @@ def run_reference(scenario=None, *, arm=0, built=None, kv_policy: Optional[str] 
     if prefix_caching is None:
         prefix_caching = bool(getattr(engine, "prefix_caching", False))
 
+    if prefix_blocks is None and getattr(requests, "prefix_ids", None) is not None:
+        prefix_blocks = prefix_blocks_from_ids(requests.prompt_tokens, *requests.prefix_ids)
     reqs = [
         Request(i, int(requests.prompt_tokens[i]), int(requests.output_tokens[i]), int(requests.domain[i]),
                 tuple((h, int(t)) for h, t in prefix_blocks[i]) if prefix_blocks is not None else ())
@@ -149,23 +151,22 @@ def _check_inputs(reqs: list[Request], kv_policy: str, block_size: int, capacity
     if has_prefix:
         for r in reqs:
             tokens = [t for _, t in r.prefix_blocks]
-            if tokens and sum(tokens) != r.prompt:
-                raise ValueError(f"request {r.id}: prefix blocks cover {sum(tokens)} tokens, its prompt {r.prompt}")
+            if sum(tokens) > r.prompt or any(t <= 0 for t in tokens):
+                raise ValueError(f"request {r.id}: prefix blocks of {tokens} tokens for a prompt of {r.prompt}")
             if kv_policy == "paged" and any(t % block_size for t in tokens[:-1]):
                 raise ValueError(f"request {r.id}: prefix blocks but the last must be whole KV blocks")
 
 
-def prefix_blocks_from_groups(prompt_tokens: Sequence[int], groups: Sequence[Optional[object]],
-                              group_tokens: Sequence[int], block_tokens: int = PREFIX_BLOCK_TOKENS) -> list:
-    """Prefix blocks (section 7) for requests whose first ``group_tokens[i]`` prompt tokens are shared by every
-    request of ``groups[i]`` (None: nothing shared): the shared part as blocks named (group, k), the rest as
-    blocks unique to the request, each of ``block_tokens`` tokens, the last of each part shorter."""
+def prefix_blocks_from_ids(prompt_tokens, offsets, ids, block_tokens: int = PREFIX_BLOCK_TOKENS) -> list:
+    """Section 7: request i's prefix blocks are ``ids[offsets[i]:offsets[i + 1]]`` (a Mooncake trace's hash_ids),
+    each ``block_tokens`` of its prompt in order, the last holding what is left (ids past the prompt name
+    nothing)."""
     out = []
-    for i, (prompt, group, shared) in enumerate(zip(prompt_tokens, groups, group_tokens)):
-        shared = min(int(shared), int(prompt)) if group is not None else 0
-        blocks = [(("group", group, k), min(block_tokens, shared - start))
-                  for k, start in enumerate(range(0, shared, block_tokens))]
-        blocks += [(("request", i, k), min(block_tokens, prompt - start))
-                   for k, start in enumerate(range(shared, int(prompt), block_tokens))]
+    for i, prompt in enumerate(prompt_tokens):
+        blocks = []
+        for k, hash_id in enumerate(ids[offsets[i]:offsets[i + 1]]):
+            tokens = min(block_tokens, int(prompt) - k * block_tokens)
+            if tokens > 0:
+                blocks.append((int(hash_id), tokens))
         out.append(blocks)
     return out
