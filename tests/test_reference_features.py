@@ -20,7 +20,7 @@ from simlab.errors import InputError
 from simlab.runner import as_loaded, build
 from simlab.scenario import scenario_from_data
 from test_reference_equivalence import (
-    SCENARIOS, STEP_COLUMNS, THREE_ARMS, closed_loop, differences, poisson, scenario, uniform,
+    ENGINE_DEVIATIONS, SCENARIOS, STEP_COLUMNS, THREE_ARMS, closed_loop, differences, poisson, scenario, uniform,
 )
 
 TRACES = Path(__file__).resolve().parents[1] / "traces"
@@ -187,3 +187,20 @@ def test_prefix_caching_off_changes_nothing():
     off = simlab.run_scenario(data, plot=False)
     on = simlab.run_scenario(with_engine(data, prefix_caching=False), plot=False)
     assert off.requests.equals(on.requests) and off.steps.equals(on.steps)
+
+
+# ------------------------------------------------------------------------------------------------ every kind, paged
+def tight_paged(data: dict, block_size: int = 16) -> dict:
+    """``data`` under paged KV with room for its largest request or three median ones: preemption is likely."""
+    requests = build(as_loaded(data)).workload.requests
+    need = requests.prompt_tokens + requests.output_tokens
+    tokens = max(int(need.max()), 3 * int(np.median(need)))
+    return with_engine(data, kv_policy="paged", block_size=block_size,
+                       kv_cache_tokens=-(-tokens // block_size) * block_size)
+
+
+@needs_paged
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(set(SCENARIOS) - set(ENGINE_DEVIATIONS)))
+def test_every_scenario_kind_under_paged_kv(name):
+    compare(tight_paged(SCENARIOS[name]))
