@@ -1,8 +1,5 @@
 """Paged KV with preemption (docs/engine.md section 6.2) and prefix caching (section 7): the engine against the
 reference stepper, bit for bit, and paged against reserve when KV is plentiful.
-
-They run once the engine's scenario schema accepts the fields (engine.kv_policy, engine.block_size,
-engine.prefix_caching, router: prefix_aware); until then they are skipped, with the reason.
 """
 
 from __future__ import annotations
@@ -16,35 +13,15 @@ import pytest
 
 import simlab
 from reference import prefix_blocks_from_ids, run_reference
-from simlab.errors import InputError
 from simlab.runner import as_loaded, build
-from simlab.scenario import scenario_from_data
 from test_reference_equivalence import (
-    ENGINE_DEVIATIONS, SCENARIOS, STEP_COLUMNS, THREE_ARMS, closed_loop, differences, poisson, scenario, uniform,
+    ENGINE_DEVIATIONS, SCENARIOS, THREE_ARMS, closed_loop, differences, poisson, scenario, uniform,
 )
 
 TRACES = Path(__file__).resolve().parents[1] / "traces"
 MOONCAKE = "mooncake-conv-2025"
 MOONCAKE_FILE = TRACES / "conversation_trace.jsonl"
 PREFIX_BLOCK_TOKENS = 512
-
-
-def engine_accepts(**fields) -> bool:
-    """Whether the scenario schema takes these ``engine`` fields (validated, not run)."""
-    data = scenario("probe", engine={"kv_cache_tokens": 400_000, **fields})
-    try:
-        scenario_from_data(data, file=Path.cwd() / "<probe>")
-    except InputError:
-        return False
-    return True
-
-
-HAS_PAGED = engine_accepts(kv_policy="paged", block_size=16)
-HAS_PREFIX = engine_accepts(prefix_caching=True) and engine_accepts(prefix_caching=True, router="prefix_aware")
-needs_paged = pytest.mark.skipif(
-    not HAS_PAGED, reason="the engine's config has no engine.kv_policy / engine.block_size yet (issue 8)")
-needs_prefix = pytest.mark.skipif(
-    not HAS_PREFIX, reason="the engine's config has no engine.prefix_caching / router: prefix_aware yet (issue 8)")
 
 
 def with_engine(data: dict, **fields) -> dict:
@@ -110,7 +87,6 @@ PAGED_SCENARIOS = {
 }
 
 
-@needs_paged
 @pytest.mark.parametrize("name", sorted(PAGED_SCENARIOS))
 def test_paged_engine_equals_reference(name):
     data = PAGED_SCENARIOS[name]
@@ -119,7 +95,6 @@ def test_paged_engine_equals_reference(name):
     compare(data)
 
 
-@needs_paged
 @pytest.mark.parametrize("name", ["round-robin-3", "closed-loop-think", "long-prompts-chunked"])
 def test_paged_with_enough_kv_gives_the_reserve_results(name):
     reserve = simlab.run_scenario(SCENARIOS[name], plot=False)
@@ -167,7 +142,6 @@ def check_prefix_ids(data: dict, num_requests: int):
     assert run_reference(built=built, arm=1).prefix_cache_hit_rate > 0.01
 
 
-@needs_prefix
 @pytest.mark.parametrize("name", sorted(PREFIX_SCENARIOS))
 def test_prefix_caching_engine_equals_reference_on_whole_blocks(name):
     data, num_requests = PREFIX_SCENARIOS[name]
@@ -175,13 +149,11 @@ def test_prefix_caching_engine_equals_reference_on_whole_blocks(name):
     compare(data, full_blocks_only=True)
 
 
-@needs_prefix
 @pytest.mark.xfail(strict=True, raises=AssertionError, reason=PARTIAL_BLOCKS)
 def test_prefix_caching_engine_caches_the_shorter_last_block():
     compare(mooncake("prefix-partial", 20, prefix_caching=True))
 
 
-@needs_prefix
 def test_prefix_caching_off_changes_nothing():
     data = SCENARIOS["trace-azure-conv"]
     off = simlab.run_scenario(data, plot=False)
@@ -199,7 +171,6 @@ def tight_paged(data: dict, block_size: int = 16) -> dict:
                        kv_cache_tokens=-(-tokens // block_size) * block_size)
 
 
-@needs_paged
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(set(SCENARIOS) - set(ENGINE_DEVIATIONS)))
 def test_every_scenario_kind_under_paged_kv(name):
