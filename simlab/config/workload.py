@@ -151,7 +151,8 @@ class TraceWorkload(StrictModel):
 
     ``time_scale`` multiplies every inter-arrival gap (0.5 = twice the load); ``max_duration_s`` keeps arrivals
     before that time (after scaling); ``max_requests`` keeps the first N. Domains come from a column of the
-    trace (``domain_column`` or ``columns.domain``) or are drawn per request from the ``domains`` mix.
+    trace (``domain_column`` or ``columns.domain``) or are drawn per request from the ``domains`` mix. A trace
+    out of time order is an error unless ``sort`` is true (then it is sorted stably as it is read).
     """
 
     kind: Literal["trace"]
@@ -163,6 +164,7 @@ class TraceWorkload(StrictModel):
     max_duration_s: Optional[PositiveFloat] = None
     domains: Optional[Domains] = None
     domain_column: Optional[str] = Field(default=None, min_length=1)
+    sort: bool = False
 
     @model_validator(mode="after")
     def _consistent(self) -> "TraceWorkload":

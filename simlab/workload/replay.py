@@ -23,7 +23,7 @@ def build_trace_workload(cfg: TraceWorkload, *, base_dir: Path, seed: int, file:
     location = locate_trace(cfg.path, base_dir=base_dir, file=file, field=origin.field("path"))
     fmt = location.format_for(cfg.format, cfg.columns is not None)
     table = read_trace(location.path, format=fmt, columns=cfg.columns, domain_column=cfg.domain_column,
-                       origin=origin)
+                       origin=origin, sort=cfg.sort)
     arrival_s = table.arrival_s * cfg.time_scale
     num_kept = len(arrival_s)
     if cfg.max_duration_s is not None:
