@@ -9,6 +9,8 @@ azure       the Azure 2023 conversation trace (19,366 requests) at its recorded 
             (target: <= 10 s per arm)
 memory      1,000,000 requests through `simlab run` (two arms, results written): peak resident memory
             (target: < 2 GiB)
+matrix      the throughput case across workloads: chat/math x short/long outputs x constant/varied lengths x
+            closed/open loop (target: >= 1,000,000 output tokens per wall-second in every case)
 """
 
 from __future__ import annotations
@@ -102,10 +104,64 @@ def memory() -> dict:
             "wall_s": round(wall_s, 1), "results_mib": round(size_mb, 1)}
 
 
-BENCHMARKS = {"throughput": throughput, "azure": azure, "memory": memory}
+MATRIX_OUTPUT_TOKENS = {"short": 128, "long": 1000}
+MATRIX_TOTAL_OUTPUT_TOKENS = 1_500_000
+
+
+def _matrix_case(domain: str, output: str, lengths: str, loop: str, rate: float | None = None) -> dict:
+    mean_out = MATRIX_OUTPUT_TOKENS[output]
+    if lengths == "constant":
+        prompt = {"dist": "constant", "value": 256}
+        out = {"dist": "constant", "value": mean_out}
+    else:
+        prompt = {"dist": "uniform", "low": 128, "high": 384}
+        out = {"dist": "uniform", "low": mean_out // 2, "high": mean_out * 3 // 2}
+    num_requests = MATRIX_TOTAL_OUTPUT_TOKENS // mean_out
+    if loop == "closed":
+        workload = {"kind": "closed_loop", "concurrency": 128}
+    else:
+        workload = {"kind": "poisson", "rate": rate}
+    workload.update({"num_requests": num_requests, "prompt_tokens": prompt, "output_tokens": out,
+                     "domains": {domain: 1.0}})
+    return {
+        "name": "bench-matrix", "seed": 1, "workload": workload, "hardware": PROFILE,
+        "engine": {"max_num_seqs": 256, "max_batch_tokens": 16384}, "acceptance": PRESET,
+        "arms": [{"name": "dspark-hw", "method": "dspark", "gamma": 7, "scheduler": {"kind": "hardware_aware"}}],
+    }
+
+
+def matrix() -> dict:
+    """Every case of the matrix; an open loop arrives at 80 % of the rate its closed-loop twin completed."""
+    rows = {}
+    for domain in ("chat", "math"):
+        for output in ("short", "long"):
+            for lengths in ("constant", "varied"):
+                closed_rate = None
+                for loop in ("closed", "open"):
+                    (outcome,) = _simulate(_matrix_case(domain, output, lengths, loop, closed_rate))
+                    m = outcome.metrics
+                    if loop == "closed":
+                        closed_rate = round(0.8 * m["request_throughput"], 3)
+                    tokens = int(outcome.requests.output_tokens.sum())
+                    name = f"{domain}/{output}/{lengths}/{loop}"
+                    rows[name] = {
+                        "output_tokens": tokens, "sim_wall_s": round(m["sim_wall_s"], 3),
+                        "output_tokens_per_wall_s": round(tokens / m["sim_wall_s"]),
+                        "engine_steps": m["num_steps"],
+                        "us_per_step": round(1e6 * m["sim_wall_s"] / m["num_steps"], 1),
+                        "mean_batch_requests": round(m["mean_batch_requests"], 1),
+                    }
+                    print(name, rows[name], flush=True)
+    return rows
+
+
+BENCHMARKS = {"throughput": throughput, "azure": azure, "memory": memory, "matrix": matrix}
 
 
 def main(names: list[str]) -> None:
+    unknown = [n for n in names if n not in BENCHMARKS]
+    if unknown:
+        sys.exit(f"unknown benchmark {unknown[0]!r}; valid: {', '.join(BENCHMARKS)}")
     results = {"machine": {"cpu": _cpu_name(), "cores": _cores(), "python": platform.python_version()}}
     for name in names or list(BENCHMARKS):
         started = time.perf_counter()

@@ -31,29 +31,23 @@ def with_engine(data: dict, **fields) -> dict:
 
 
 def mooncake_prefix_blocks(num_requests: int) -> list:
-    """Each of the trace's first ``num_requests`` requests' prefix blocks: its hash_ids, 512 tokens each, the
-    last holding the rest of its prompt (section 7)."""
+    """Each of the trace's first ``num_requests`` requests' prefix blocks: its hash_ids that name whole 512-token
+    blocks of its prompt (section 7; a shorter last block is not one)."""
     blocks = []
     with MOONCAKE_FILE.open(encoding="utf-8") as fh:
         for _, line in zip(range(num_requests), fh):
             row = json.loads(line)
             ids, prompt = row["hash_ids"], row["input_length"]
-            blocks.append([(h, min(PREFIX_BLOCK_TOKENS, prompt - PREFIX_BLOCK_TOKENS * k)) for k, h in enumerate(ids)])
+            blocks.append([(h, PREFIX_BLOCK_TOKENS) for k, h in enumerate(ids) if (k + 1) * PREFIX_BLOCK_TOKENS <= prompt])
     return blocks
 
 
-def compare(data: dict, *, full_blocks_only: bool = False, engine=None) -> None:
+def compare(data: dict, *, engine=None) -> None:
     """The engine and the reference agree on every arm of ``data`` (with the features as its engine config
-    says), and so do their feature metrics. ``full_blocks_only``: the reference caches only the prompts' whole
-    512-token prefix blocks, as the engine does (docs/engine.md section 7 caches the shorter last one too).
-    ``engine``: the engine's results of ``data`` when already run."""
+    says), and so do their feature metrics. ``engine``: the engine's results of ``data`` when already run."""
     engine = engine or simlab.run_scenario(data, plot=False)
     built = build(as_loaded(data))
     blocks = None
-    if full_blocks_only:
-        requests = built.workload.requests
-        blocks = [[(h, t) for h, t in request_blocks if t == PREFIX_BLOCK_TOKENS]
-                  for request_blocks in prefix_blocks_from_ids(requests.prompt_tokens, *requests.prefix_ids)]
     found = []
     for i, prepared in enumerate(built.arms):
         label = prepared.arm.label
@@ -128,12 +122,6 @@ PREFIX_SCENARIOS = {
 }
 
 
-PARTIAL_BLOCKS = (
-    "docs/engine.md section 7: a prompt's prefix blocks are 512 tokens, 'the last may be shorter', and a completed "
-    "prompt's blocks not yet cached are added; the engine caches only whole 512-token blocks (docs/scenarios.md "
-    "says so too), so the shorter last block of each prompt is never cached and kv_tokens differ")
-
-
 def check_prefix_ids(data: dict, num_requests: int):
     """The workload's prefix ids (the reference's default) are the trace's hash_ids, request by request."""
     built = build(as_loaded(data))
@@ -143,14 +131,13 @@ def check_prefix_ids(data: dict, num_requests: int):
 
 
 @pytest.mark.parametrize("name", sorted(PREFIX_SCENARIOS))
-def test_prefix_caching_engine_equals_reference_on_whole_blocks(name):
+def test_prefix_caching_engine_equals_reference(name):
     data, num_requests = PREFIX_SCENARIOS[name]
     check_prefix_ids(data, num_requests)
-    compare(data, full_blocks_only=True)
+    compare(data)
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=PARTIAL_BLOCKS)
-def test_prefix_caching_engine_caches_the_shorter_last_block():
+def test_prefix_caching_engine_equals_reference_on_the_first_requests():
     compare(mooncake("prefix-partial", 20, prefix_caching=True))
 
 

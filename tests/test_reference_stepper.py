@@ -1,8 +1,7 @@
 """The reference stepper (tests/reference/) on cases worked by hand from docs/engine.md.
 
 Costs are powers of two (a decode step costs U = 2^-7 s, a prefill token P = 2^-10 s), so every time below is an
-exact binary fraction and is compared with ``==``. Where the engine departs from the doc on one of these cases,
-the engine's run is compared too, marked xfail with the reason.
+exact binary fraction and is compared with ``==``. Most cases also run the engine and compare it.
 """
 
 from __future__ import annotations
@@ -14,7 +13,7 @@ import pytest
 import simlab
 from reference import run_reference
 from simlab.runner import as_loaded, build
-from test_reference_equivalence import ONE_TOKEN_SEAT, differences
+from test_reference_equivalence import differences
 
 U = 2.0**-7  # one decode (verify) step, whatever its batch
 P = 2.0**-10  # one prefill token
@@ -93,7 +92,6 @@ def test_a_request_finishing_at_its_prefill_frees_its_seat_for_the_next_iteratio
     assert column(ref.requests, "finish_s") == [t3 + U + U, t1, t3]
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=ONE_TOKEN_SEAT)
 def test_engine_frees_the_seat_of_a_request_finishing_at_its_prefill(tmp_path):
     engine_agrees(hand(tmp_path, [(0.0, 10, 5), (0.0, 10, 1), (0.0, 10, 2)], engine={"max_num_seqs": 2}))
 
@@ -168,18 +166,11 @@ def _arrival_at_a_finish(tmp_path) -> dict:
                 engine={"replicas": 2, "router": "least_loaded"})
 
 
-ROUTE_AT_AN_END = (
-    "docs/engine.md is silent on whether an arrival at t is routed before or after the outcomes of iterations "
-    "ending at t (section 4 only says the iteration starting at t sees it). The reference applies the ends first "
-    "(request 0 has finished: loads 1 and 1, replica 0); the engine routes first (loads 2 and 1, replica 1)")
-
-
 def test_an_arrival_at_a_finish_is_routed_after_it(tmp_path):
     ref = run_reference(_arrival_at_a_finish(tmp_path), arm=0)
     assert column(ref.requests, "replica") == [0, 1, 0, 0]
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=ROUTE_AT_AN_END)
 def test_engine_routes_an_arrival_at_a_finish_after_it(tmp_path):
     engine_agrees(_arrival_at_a_finish(tmp_path))
 
@@ -370,25 +361,21 @@ def _whole_prompt_cached(tmp_path) -> dict:
     return mooncake_hand(tmp_path, [(0, 1024, 2, [1, 2]), (5000, 1024, 2, [1, 2])])
 
 
-WHOLE_PROMPT_HIT = (
-    "docs/engine.md section 7: a hit covers cached_r = min(tokens of the leading cached blocks, prompt_r - 1); a "
-    "1024-token prompt whose two blocks are cached computes 1 token. The engine counts only the blocks lying "
-    "within the first prompt_r - 1 tokens (as vLLM), so it recomputes the whole last block (512 tokens)")
-
-
-def test_a_whole_cached_prompt_computes_its_last_token(tmp_path):
+def test_a_whole_cached_prompt_computes_its_last_block(tmp_path):
+    """Both blocks of request 1's 1,024-token prompt are cached, but only those within its first 1,023 tokens
+    are used: the first block; it prefills the last 512 tokens again."""
     data = _whole_prompt_cached(tmp_path)
     ref = run_reference(data, arm=0)
-    assert column(ref.requests, "cached_tokens") == [0, 1023]
-    assert column(ref.steps, "prefill_tokens") == [1024, 0, 1, 0]
-    assert column(ref.requests, "first_token_s") == [1024 * P, 5.0 + P]
-    # the cache holds both blocks, each request reserves the rest: 1024 + 2 in every step
-    assert column(ref.steps, "kv_tokens") == [1026] * 4
-    assert ref.prefix_cache_hit_rate == 1023 / 2048
+    assert column(ref.requests, "cached_tokens") == [0, 512]
+    assert column(ref.steps, "prefill_tokens") == [1024, 0, 512, 0]
+    assert column(ref.requests, "first_token_s") == [1024 * P, 5.0 + 512 * P]
+    # request 0 reserves 1024 + 2, then its prompt's blocks move to the cache; request 1 reserves
+    # 1024 + 2 - 512 beside the two cached blocks
+    assert column(ref.steps, "kv_tokens") == [1026, 1026, 1024 + 514, 1024 + 514]
+    assert ref.prefix_cache_hit_rate == 512 / 2048
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=WHOLE_PROMPT_HIT)
-def test_engine_computes_only_the_last_token_of_a_whole_cached_prompt(tmp_path):
+def test_engine_recomputes_the_last_block_of_a_whole_cached_prompt(tmp_path):
     engine_agrees(_whole_prompt_cached(tmp_path))
 
 

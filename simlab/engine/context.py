@@ -52,6 +52,9 @@ class ReplicaContext:
     positions: PositionCounts
     counters: EngineCounters
     outside_horizon: Callable[[], Horizon]
-    finished: Callable[[float, int], None]  # (finish time, request id), in time then id order
+    finished: Callable[[float, int, int], None]  # (finish time, request id, replica), in time then id order
     new_pool: Callable[[], object]  # a fresh KVPool for a replica
     router_reads_state: bool
+    # several replicas: an event that fires once everything due at the current time (ends, finishes, arrivals)
+    # has been handled, in the order docs/engine.md section 4 gives; a replica waits for it before its next start
+    start_gate: Optional[Callable[[], object]] = None

@@ -120,6 +120,8 @@ class Replica:
             yield env.timeout(max(end_s - env.now, 0.0))
             self.clock_s = end_s
             finish()
+            if self.ctx.start_gate is not None:  # every end and arrival at this time is handled first (engine.md 4)
+                yield self.ctx.start_gate()
 
     # --------------------------------------------------------------------------------------------- one block
     def _horizon(self) -> Horizon:
@@ -206,7 +208,7 @@ class Replica:
         for finish_s, request_id in done:
             self.kv.release(request_id)
             self.num_running -= 1
-            self.ctx.finished(finish_s, request_id)
+            self.ctx.finished(finish_s, request_id, self.index)
 
     def _block_end(self, block, roster: Roster, anchors: np.ndarray, ends: np.ndarray, horizon: Horizon):
         """How many of the block's exact steps to commit: up to the first where nobody is left, where a finish
@@ -245,6 +247,8 @@ class Replica:
             return 1
         if prefill.completed and self.kv.cache is not None and (self.waiting or self.ctx.router_reads_state):
             return 1  # prompts completing now join the cache at this step's end: a hit may admit, or route
+        if prefill.finishing and horizon.finish_ends:
+            return 1  # a request whose prefill emitted its only token finishes at this step's end
         gap = horizon.until_s - self.clock_s
         if gap <= 0:
             return 1

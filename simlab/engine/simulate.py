@@ -50,6 +50,13 @@ class ArmSimulation:
         self._events: list[tuple[float, int]] = []
         self._router = ROUTERS[engine.router]
         self._routed = 0
+        # with several replicas, what happens at one time is handled in docs/engine.md section 4's order: the
+        # iterations' ends (finishes by replica, then request id), then arrivals by request id, then starts
+        self._batched = engine.replicas > 1
+        self._pending_finishes: list[tuple[int, int, float]] = []
+        self._pending_arrivals: list[tuple[int, float]] = []
+        self._dispatch_due = False
+        self._gate = None
         prefix_blocks = None
         if engine.prefix_caching:
             prefix_blocks = cacheable_blocks(requests)
@@ -62,6 +69,7 @@ class ArmSimulation:
             new_pool=lambda: KVPool(kv_capacity, len(requests), block_size=block_size,
                                     cache=PrefixCache() if engine.prefix_caching else None),
             router_reads_state=self._router.reads_state and engine.replicas > 1,
+            start_gate=self._start_gate if engine.replicas > 1 else None,
         )
         self.replicas = [Replica(ctx, i) for i in range(engine.replicas)]
         closed = workload.closed_loop
@@ -72,6 +80,13 @@ class ArmSimulation:
                                      self._arrive, num_replicas=engine.replicas)
 
     def _arrive(self, request_id: int, now_s: float) -> None:
+        if self._batched:
+            self._pending_arrivals.append((request_id, now_s))
+            self._dispatch_soon()
+        else:
+            self._route(request_id, now_s)
+
+    def _route(self, request_id: int, now_s: float) -> None:
         self.log.arrival_s[request_id] = now_s
         self._events.append((now_s, 1))
         replicas = self.replicas
@@ -80,13 +95,43 @@ class ArmSimulation:
         self.log.replica[request_id] = index
         replicas[index].submit(request_id, now_s)
 
-    def _finished(self, finish_s: float, request_id: int) -> None:
+    def _finished(self, finish_s: float, request_id: int, replica: int) -> None:
         self.log.finish_s[request_id] = finish_s
         self._events.append((finish_s, -1))
         self.num_finished += 1
         if self._progress is not None and self.num_finished % 256 == 0:
             self._progress(self.num_finished)
-        self.source.on_finish(finish_s)
+        if self._batched:
+            self._pending_finishes.append((replica, request_id, finish_s))
+            self._dispatch_soon()
+        else:
+            self.source.on_finish(finish_s)
+
+    def _dispatch_soon(self) -> None:
+        """Handle what is pending once every event already due at this time has run: a zero-delay event made now
+        runs after those (SimPy runs events of one time in the order they were made)."""
+        if not self._dispatch_due:
+            self._dispatch_due = True
+            self.env.timeout(0.0).callbacks.append(self._dispatch)
+
+    def _start_gate(self):
+        """The event a replica waits for before starting its next iteration at the current time."""
+        if self._gate is None:
+            self._gate = self.env.event()
+        self._dispatch_soon()
+        return self._gate
+
+    def _dispatch(self, _event) -> None:
+        self._dispatch_due = False
+        finishes, self._pending_finishes = sorted(self._pending_finishes), []
+        for _, _, finish_s in finishes:
+            self.source.on_finish(finish_s)  # a closed loop's next requests join the pending arrivals
+        arrivals, self._pending_arrivals = sorted(self._pending_arrivals), []
+        for request_id, now_s in arrivals:
+            self._route(request_id, now_s)
+        gate, self._gate = self._gate, None
+        if gate is not None:
+            gate.succeed()
 
     def time_in_system_area(self) -> float:
         """Integral over time of the number of requests in the system, from the arrival and finish events in

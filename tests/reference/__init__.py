@@ -25,7 +25,7 @@ from .loop import EventLoop, Router
 from .replica import Limits, Replica
 from .state import Request, Streams
 
-PREFIX_BLOCK_TOKENS = 512  # section 7: a prompt's prefix blocks are 512 tokens, the last may be shorter
+PREFIX_BLOCK_TOKENS = 512  # section 7: a prompt's prefix blocks are its whole 512-token blocks
 
 
 @dataclass
@@ -158,15 +158,13 @@ def _check_inputs(reqs: list[Request], kv_policy: str, block_size: int, capacity
 
 
 def prefix_blocks_from_ids(prompt_tokens, offsets, ids, block_tokens: int = PREFIX_BLOCK_TOKENS) -> list:
-    """Section 7: request i's prefix blocks are ``ids[offsets[i]:offsets[i + 1]]`` (a Mooncake trace's hash_ids),
-    each ``block_tokens`` of its prompt in order, the last holding what is left (ids past the prompt name
-    nothing)."""
+    """Section 7: request i's prefix blocks are the leading ids of ``ids[offsets[i]:offsets[i + 1]]`` (a Mooncake
+    trace's hash_ids) that name whole ``block_tokens`` blocks of its prompt (a shorter last block is not one)."""
     out = []
     for i, prompt in enumerate(prompt_tokens):
         blocks = []
         for k, hash_id in enumerate(ids[offsets[i]:offsets[i + 1]]):
-            tokens = min(block_tokens, int(prompt) - k * block_tokens)
-            if tokens > 0:
-                blocks.append((int(hash_id), tokens))
+            if (k + 1) * block_tokens <= int(prompt):
+                blocks.append((int(hash_id), block_tokens))
         out.append(blocks)
     return out

@@ -111,6 +111,8 @@ class KVCache:
     def try_admit(self, request: Request) -> bool:
         """Admit ``request`` if its KV fits: allocate its units, use its cached prefix, set ``done``."""
         hit = self.cache.leading_run(request) if self.cache is not None else []
+        while hit and sum(tokens for _, tokens in hit) > request.prefill_target - 1:
+            hit.pop()  # section 7: only blocks within the first T - 1 tokens (at least one token is computed)
         hit_tokens = sum(tokens for _, tokens in hit)
         if self.paged:
             # section 6.2: blocks of the whole prefill, less what the cached prefix covers
@@ -130,7 +132,7 @@ class KVCache:
             return False
         self.own += need
         request.own_kv = need
-        cached = min(hit_tokens, request.prompt - 1)  # section 7: at least one token is computed
+        cached = hit_tokens
         if self.cache is not None:
             self.cache.touch_and_pin(hit, request)
         request.done = cached
