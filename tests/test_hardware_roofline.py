@@ -25,8 +25,9 @@ H100_BW, H100_FLOPS = 3.35e12, 989e12
 
 
 def qwen8b(**params) -> object:
-    base = dict(kind="roofline", gpu="h100-sxm", model="qwen3-8b", bw_efficiency=0.8, flop_efficiency=0.5,
-                step_overhead_s=5e-4)
+    """The constant-efficiency roofline (calibration: none) whose closed forms these tests check."""
+    base = dict(kind="roofline", gpu="h100-sxm", model="qwen3-8b", calibration="none", bw_efficiency=0.8,
+                flop_efficiency=0.5, step_overhead_s=5e-4)
     return build_roofline(RooflineHardware(**{**base, **params}))
 
 
@@ -114,7 +115,8 @@ def test_kv_cache_tokens_from_memory_minus_weights():
 
 
 def test_tensor_parallel_splits_bytes_and_adds_all_reduce():
-    tp = build_roofline(RooflineHardware(kind="roofline", gpu="h100-sxm", model="llama-3-70b", tensor_parallel=4))
+    tp = build_roofline(RooflineHardware(kind="roofline", gpu="h100-sxm", model="llama-3-70b", tensor_parallel=4,
+                                         calibration="none"))
     m = MODELS["llama-3-70b"]
     read = m.read_params * 2 / 4
     allreduce = 2 * 80 * (1e-5 + 8192 * 2 * (2 * 3 / 4) / (450e9 * 0.7))  # 160 ring all-reduces of one token

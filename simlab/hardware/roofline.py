@@ -35,9 +35,12 @@ MAX_TENSOR_PARALLEL = 8  # one NVLink node
 
 
 class RooflineCostModel(CostModel):
-    """A :class:`CostModel` computed from first principles; all coefficients precomputed at construction."""
+    """A :class:`CostModel` computed from first principles with constant efficiencies (``calibration: none``);
+    all coefficients precomputed at construction. :class:`~simlab.hardware.calibrated.CalibratedRooflineCostModel`
+    prices the same parts with fitted, smooth efficiencies."""
 
     has_context = True
+    device_class = Device
 
     def __init__(
         self,
@@ -50,7 +53,7 @@ class RooflineCostModel(CostModel):
     ) -> None:
         self.gpu, self.model, self.tp, self.params, self.buckets = gpu, model, tensor_parallel, params, buckets
         self.name = f"{gpu.name}_{model.name}" + (f"-tp{tensor_parallel}" if tensor_parallel > 1 else "")
-        self.device = device = Device(gpu, tensor_parallel, params)
+        self.device = device = self.device_class(gpu, tensor_parallel, params)
         tp = tensor_parallel
         self.weight_read_bytes = model.read_params * BF16_BYTES / tp  # per GPU, per forward
         self.kv_bytes_per_token = model.kv_bytes_per_token(kv_heads_per_gpu(model, tp))  # per GPU
@@ -159,14 +162,19 @@ class RooflineCostModel(CostModel):
 
 
 def build_roofline(cfg: RooflineHardware, *, file: Optional[str] = None, field: str = "hardware") -> RooflineCostModel:
-    """A :class:`RooflineCostModel` from a config, checking names, tensor parallelism and that the model fits."""
+    """A roofline cost model from a config (calibrated unless ``calibration: none``), checking names, the
+    calibration, tensor parallelism and that the model fits."""
+    from simlab.hardware.calibrated import CalibratedRooflineCostModel
+    from simlab.hardware.calibration import resolve_params
+
     gpu = get_gpu(cfg.gpu, file=file, field=_subfield(field, "gpu"))
     model = get_model(cfg.model, file=file, field=_subfield(field, "model"))
-    params = RooflineParams.from_config(cfg)
+    params = resolve_params(cfg, gpu.name, file=file, field=field)
+    cls = CalibratedRooflineCostModel if params.calibrated else RooflineCostModel
     buckets = Buckets.from_config(cfg.cuda_graph_buckets)
     tp = cfg.tensor_parallel
     if tp <= MAX_TENSOR_PARALLEL and _splits(model, tp):
-        cost_model = RooflineCostModel(gpu, model, tensor_parallel=tp, params=params, buckets=buckets)
+        cost_model = cls(gpu, model, tensor_parallel=tp, params=params, buckets=buckets)
         if (cost_model.kv_cache_tokens() or 0) > 0:
             return cost_model
         why = _does_not_fit(cost_model)
