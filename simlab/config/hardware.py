@@ -129,7 +129,7 @@ class RooflineHardware(StrictModel):
     draft_layers: Optional[PositiveInt] = Field(default=None, le=64)
     eagle3_draft_vocab: Optional[PositiveInt] = None
     request_overhead_s: Optional[NonNegativeFloat] = None
-    knee_sharpness: Optional[float] = Field(default=None, ge=1.0, le=64.0)
+    knee_width: Optional[float] = Field(default=None, ge=0.0, le=4.0)
     elementwise_efficiency: Optional[float] = Field(default=None, gt=0.0, le=1.0)
     attention_efficiency: Optional[float] = Field(default=None, gt=0.0, le=1.0)
 

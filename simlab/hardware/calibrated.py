@@ -48,15 +48,15 @@ class CalibratedDevice(Device):
         super().__init__(gpu, tensor_parallel, params)
         self.attn_bytes_per_s = gpu.hbm_bytes_per_s * float(params.attention_efficiency or params.bw_efficiency)
         self.elem_bytes_per_s = gpu.hbm_bytes_per_s * float(params.elementwise_efficiency or params.bw_efficiency)
-        self.p = float(params.knee_sharpness or 64.0)
+        self.width = float(params.knee_width or 0.0)
 
     def forward_parts_s(self, weight_bytes: float, kv_bytes: float, other_bytes: float, matmul_flops: float,
                         attn_flops: float, tokens: float, num_allreduces: int, hidden_size: int,
                         kernels: int) -> float:
         fixed, per_token = self.allreduce_coefficients(num_allreduces, hidden_size)
-        cost = gemm_s(weight_bytes / self.bytes_per_s, matmul_flops / self.flop_per_s, tokens, self.p)
+        cost = gemm_s(weight_bytes / self.bytes_per_s, matmul_flops / self.flop_per_s, tokens, self.width)
         if kv_bytes > 0.0 or attn_flops > 0.0:
-            cost += knee(kv_bytes / self.attn_bytes_per_s, attn_flops / self.flop_per_s, self.p)
+            cost += knee(kv_bytes / self.attn_bytes_per_s, attn_flops / self.flop_per_s, self.width)
         return (cost + other_bytes / self.elem_bytes_per_s + fixed + per_token * tokens
                 + kernels * self.params.kernel_launch_s)
 
@@ -81,18 +81,18 @@ class CalibratedRooflineCostModel(RooflineCostModel):
         self._fixed_s = self._ar_fixed_s + params.step_overhead_s + kernels * params.kernel_launch_s
         self._kv_token_s = self.kv_bytes_per_token / device.attn_bytes_per_s
         self._request_s = params.request_overhead_s
-        self._p = device.p
+        self._width = device.width
 
     # ----------------------------------------------------------------------------------------- target forward
     def _linear_s(self, tokens: float, head_tokens: float) -> float:
-        body = gemm_s(self._body_weight_s, self._body_flop_token_s * tokens, tokens, self._p)
-        head = gemm_s(self._head_weight_s, self._head_flop_token_s * head_tokens, head_tokens, self._p)
+        body = gemm_s(self._body_weight_s, self._body_flop_token_s * tokens, tokens, self._width)
+        head = gemm_s(self._head_weight_s, self._head_flop_token_s * head_tokens, head_tokens, self._width)
         return body + head + (self._elem_token_s + self._ar_token_s) * tokens
 
     def _attention_s(self, queries_per_request: float, context_tokens: float) -> float:
         if context_tokens <= 0.0:
             return 0.0
-        return context_tokens * knee(self._kv_token_s, self._attn_pair_s * queries_per_request, self._p)
+        return context_tokens * knee(self._kv_token_s, self._attn_pair_s * queries_per_request, self._width)
 
     def verify_s(self, batch_tokens: ArrayOrFloat, context_tokens: ArrayOrFloat = 0.0,
                  num_requests: ArrayOrFloat = 1) -> ArrayOrFloat:
@@ -111,10 +111,10 @@ class CalibratedRooflineCostModel(RooflineCostModel):
         c = np.asarray(context_tokens, dtype=float)
         requests = np.maximum(np.asarray(num_requests, dtype=float), 1.0)
         padded = self.buckets.pad_array(b)
-        linear = (gemm_array(self._body_weight_s, self._body_flop_token_s * padded, padded, self._p)
-                  + gemm_array(self._head_weight_s, self._head_flop_token_s * padded, padded, self._p)
+        linear = (gemm_array(self._body_weight_s, self._body_flop_token_s * padded, padded, self._width)
+                  + gemm_array(self._head_weight_s, self._head_flop_token_s * padded, padded, self._width)
                   + (self._elem_token_s + self._ar_token_s) * padded)
-        attention = np.maximum(c, 0.0) * knee_array(self._kv_token_s, self._attn_pair_s * b / requests, self._p)
+        attention = np.maximum(c, 0.0) * knee_array(self._kv_token_s, self._attn_pair_s * b / requests, self._width)
         cost = linear + attention + self._fixed_s + self._request_s * requests
         return np.where(b > 0, cost, 0.0)
 

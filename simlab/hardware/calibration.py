@@ -24,8 +24,8 @@ from simlab.resources import shipped_dir
 AUTO = "auto"
 NONE = "none"
 FITTED_FILE = Path("calibration") / "fitted.yaml"
-CALIBRATED_ONLY = ("request_overhead_s", "knee_sharpness", "elementwise_efficiency", "attention_efficiency")
-FITTED_PARAMETERS = ("bw_efficiency", "flop_efficiency", "knee_sharpness", "elementwise_efficiency",
+CALIBRATED_ONLY = ("request_overhead_s", "knee_width", "elementwise_efficiency", "attention_efficiency")
+FITTED_PARAMETERS = ("bw_efficiency", "flop_efficiency", "knee_width", "elementwise_efficiency",
                      "kernel_launch_s", "attention_efficiency")
 ENGINE_PARAMETERS = ("step_overhead_s", "request_overhead_s")
 _PARAM_FIELDS = tuple(f.name for f in fields(RooflineParams) if f.name != "calibration")

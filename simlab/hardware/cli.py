@@ -1,4 +1,5 @@
-"""``simlab profiles``: list the shipped hardware profiles, GPUs and models; export any cost model as a file.
+"""``simlab profiles``: list the shipped hardware profiles, GPUs and models; export any cost model as a file; fit
+your own measurements into a profile (:mod:`simlab.hardware.fit_cli`).
 
 Mounted by the main command line as ``simlab profiles``. Bad input raises :class:`InputError` (exit 2 there).
 """
@@ -19,6 +20,7 @@ from simlab.errors import InputError
 from simlab.hardware.base import CostModel
 from simlab.hardware.catalog import SHIPPED_GPUS
 from simlab.hardware.export import ExportSettings, sps_dict, table_dict, write_sps, write_table
+from simlab.hardware.fit_cli import fit_command
 from simlab.hardware.profiles import build_cost_model, check_is_table, load_profile, shipped_profiles
 from simlab.hardware.roofline import build_roofline
 from simlab.hardware.table import TableCostModel
@@ -34,10 +36,12 @@ SOURCE_HELP = (
 
 profiles_app = typer.Typer(
     name="profiles",
-    help="Hardware cost profiles: list what ships, export any cost model as a table or an SGLang SPS table.",
+    help="Hardware cost profiles: list what ships, export any cost model as a table or an SGLang SPS table, fit "
+         "your own measurements.",
     no_args_is_help=True,
     add_completion=False,
 )
+profiles_app.command("fit")(fit_command)
 
 
 class ExportFormat(str, Enum):

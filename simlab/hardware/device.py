@@ -26,7 +26,7 @@ class RooflineParams:
 
     The defaults are ``calibration: none``'s constants. A calibrated roofline resolves the efficiencies and
     overheads from its GPU's fit instead (:func:`simlab.hardware.calibration.resolve_params`); the fields below
-    ``eagle3_draft_vocab`` exist only there (``knee_sharpness`` None means a hard ``max``).
+    ``eagle3_draft_vocab`` exist only there (a ``knee_width`` of None or 0 is a hard ``max``).
     """
 
     bw_efficiency: float = 0.80
@@ -40,7 +40,7 @@ class RooflineParams:
     draft_layers: int = 5
     eagle3_draft_vocab: int = 32000
     request_overhead_s: float = 0.0
-    knee_sharpness: Optional[float] = None
+    knee_width: Optional[float] = None
     elementwise_efficiency: Optional[float] = None
     attention_efficiency: Optional[float] = None
     calibration: str = "none"

@@ -2,8 +2,8 @@
 
 - :func:`derived_curves`: the corner ``M* = peak x flop_efficiency / (BW x bw_efficiency)`` (the same for every
   model: a GEMM reads 2 bytes per weight and does 2 FLOPs per weight and token) and the effective bandwidth and
-  GEMM efficiencies of a decoder-layer GEMM over M tokens,
-  ``bw_efficiency (1 + (M / M*)**p)**(-1/p)`` and ``flop_efficiency (1 + (M* / M)**p)**(-1/p)``.
+  GEMM efficiencies of a decoder-layer GEMM over M tokens, with ``x = M / M*``,
+  ``bw_efficiency / knee(1, x, w)`` and ``flop_efficiency x / knee(1, x, w)`` (:mod:`simlab.hardware.knee`).
 - :func:`reference_check`: a calibrated roofline against a measured profile's verify grid (for example simlab's
   own H200 profile), at the placement its provenance states (R = ceil(B / q) requests).
 """
@@ -19,6 +19,7 @@ from simlab.hardware.buckets import Buckets
 from simlab.hardware.calfit.lsq import error_summary, rounded
 from simlab.hardware.calibrated import CalibratedRooflineCostModel
 from simlab.hardware.device import RooflineParams
+from simlab.hardware.knee import knee_array
 from simlab.hardware.specs import get_gpu, get_model
 
 CURVE_TOKENS = (1, 16, 64, 256, 1024, 4096)
@@ -34,11 +35,12 @@ def params_of(entry: dict[str, Any], engine: str) -> RooflineParams:
 def derived_curves(gpu_name: str, parameters: dict[str, Any]) -> dict[str, Any]:
     """The corner in tokens and the effective efficiencies at a few token counts (module docstring)."""
     gpu = get_gpu(gpu_name)
-    eta_bw, eta_f, p = parameters["bw_efficiency"], parameters["flop_efficiency"], parameters["knee_sharpness"]
+    eta_bw, eta_f, width = parameters["bw_efficiency"], parameters["flop_efficiency"], parameters["knee_width"]
     corner = gpu.bf16_flop_per_s * eta_f / (gpu.hbm_bytes_per_s * eta_bw)
-    tokens = np.asarray(CURVE_TOKENS, dtype=float)
-    bandwidth = eta_bw * (1.0 + (tokens / corner) ** p) ** (-1.0 / p)
-    gemm = eta_f * (1.0 + (corner / tokens) ** p) ** (-1.0 / p)
+    x = np.asarray(CURVE_TOKENS, dtype=float) / corner
+    time = knee_array(1.0, x, width)  # in units of the weight-read time
+    bandwidth = eta_bw / time
+    gemm = eta_f * x / time
     return {"corner_tokens": rounded(corner, 4),
             "tokens": list(CURVE_TOKENS),
             "bandwidth_efficiency": [rounded(v, 3) for v in bandwidth],

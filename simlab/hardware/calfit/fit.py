@@ -1,7 +1,7 @@
 """The fit behind every calibrated roofline, in two stages per GPU with measurements of its own.
 
 1. **Operators** (Vidur's per-kernel medians, as layer totals): ``bw_efficiency``, ``flop_efficiency`` and
-   ``knee_sharpness`` from the four GEMMs of a decoder layer over 1..32768 tokens;
+   ``knee_width`` from the four GEMMs of a decoder layer over 1..32768 tokens;
    ``elementwise_efficiency`` and ``kernel_launch_s`` (the small-forward floor) from its norms, rotary and
    activation kernels.
 2. **End to end** (engine latencies of static batches), with stage 1 fixed: ``attention_efficiency`` (shared)
@@ -32,12 +32,13 @@ from simlab.hardware.calfit.observe import (
 )
 from simlab.hardware.calfit.sources import OPERATORS, STATIC_BATCH, Source, Spec
 from simlab.hardware.device import RooflineParams
+from simlab.hardware.knee import MAX_KNEE_WIDTH
 from simlab.hardware.specs import GpuSpec, get_gpu
 
-OPERATOR_FIT = ("bw_efficiency", "flop_efficiency", "knee_sharpness", "elementwise_efficiency", "kernel_launch_s")
-OPERATOR_X0 = (0.8, 0.7, 4.0, 0.6, 4.0)  # kernel_launch_s in microseconds
-OPERATOR_LOWER = (0.05, 0.05, 1.0, 0.05, 0.0)
-OPERATOR_UPPER = (1.0, 1.0, 32.0, 1.0, 50.0)
+OPERATOR_FIT = ("bw_efficiency", "flop_efficiency", "knee_width", "elementwise_efficiency", "kernel_launch_s")
+OPERATOR_X0 = (0.8, 0.7, 1.0, 0.6, 4.0)  # kernel_launch_s in microseconds
+OPERATOR_LOWER = (0.05, 0.05, 0.0, 0.05, 0.0)
+OPERATOR_UPPER = (1.0, 1.0, MAX_KNEE_WIDTH, 1.0, 50.0)
 ENGINE_X0 = (1.0, 20.0)  # step_overhead_s in ms, request_overhead_s in microseconds
 ENGINE_LOWER = (0.0, 0.0)
 ENGINE_UPPER = (20.0, 500.0)
@@ -46,7 +47,7 @@ ATTENTION_X0, ATTENTION_BOUNDS = 0.7, (0.05, 1.0)
 
 def operator_params(x: np.ndarray) -> RooflineParams:
     """Stage-1 parameters from the solver's vector (``kernel_launch_s`` given in microseconds)."""
-    return RooflineParams(bw_efficiency=x[0], flop_efficiency=x[1], knee_sharpness=x[2],
+    return RooflineParams(bw_efficiency=x[0], flop_efficiency=x[1], knee_width=x[2],
                           elementwise_efficiency=x[3], kernel_launch_s=x[4] * 1e-6, calibration="fit")
 
 

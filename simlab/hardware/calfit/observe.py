@@ -88,7 +88,7 @@ def predict_operators(rows: OperatorRows, gpu: GpuSpec, params: RooflineParams) 
     bw, peak = gpu.hbm_bytes_per_s, gpu.bf16_flop_per_s
     weight_s = rows.gemm_params * BF16_BYTES / (bw * params.bw_efficiency)
     flop_s = 2.0 * rows.gemm_params * rows.tokens / (peak * params.flop_efficiency)
-    gemm = gemm_array(weight_s, flop_s, rows.tokens, float(params.knee_sharpness or 64.0))
+    gemm = gemm_array(weight_s, flop_s, rows.tokens, float(params.knee_width or 0.0))
     elem = (rows.elem_kernels * params.kernel_launch_s
             + rows.tokens * rows.elem_bytes / (bw * float(params.elementwise_efficiency or 1.0)))
     return np.where(rows.is_gemm, gemm, elem)
