@@ -114,7 +114,7 @@ class CalibratedRooflineCostModel(RooflineCostModel):
         linear = (gemm_array(self._body_weight_s, self._body_flop_token_s * padded, padded, self._width)
                   + gemm_array(self._head_weight_s, self._head_flop_token_s * padded, padded, self._width)
                   + (self._elem_token_s + self._ar_token_s) * padded)
-        attention = np.maximum(c, 0.0) * knee_array(self._kv_token_s, self._attn_pair_s * b / requests, self._width)
+        attention = np.maximum(c, 0.0) * knee_array(self._kv_token_s, self._attn_pair_s * (b / requests), self._width)
         cost = linear + attention + self._fixed_s + self._request_s * requests
         return np.where(b > 0, cost, 0.0)
 

@@ -110,8 +110,10 @@ def _valid(column: str) -> str:
             "step_ms": "a positive time in milliseconds"}[column]
 
 
-def _knee_fit(tokens: np.ndarray, seconds: np.ndarray, context: Optional[np.ndarray]) -> tuple[dict, np.ndarray]:
-    """Fit ``knee(a, s T, w) (+ k C)``; returns the parameters and the fitted values at the measured points."""
+def _knee_fit(tokens: np.ndarray, seconds: np.ndarray, context: Optional[np.ndarray]
+              ) -> tuple[dict, np.ndarray, dict]:
+    """Fit ``knee(a, s T, w) (+ k C)``; returns the parameters, the fitted values at the measured points and the
+    parameters' standard errors (from the residual variance)."""
     small, large = seconds[tokens == tokens.min()].min(), seconds[tokens == tokens.max()].max()
     x0 = [small, max(large / tokens.max(), 1e-12), 1.0]
     lower, upper = [1e-9, 0.0, 0.0], [10.0 * seconds.max(), 10.0 * seconds.max(), MAX_KNEE_WIDTH]
@@ -127,7 +129,7 @@ def _knee_fit(tokens: np.ndarray, seconds: np.ndarray, context: Optional[np.ndar
     result = fit_log(predict, seconds, x0, lower, upper)
     names = ["fixed_s", "per_token_s", "knee_width"] + (["per_context_token_s"] if context is not None else [])
     params = dict(zip(names, (float(v) for v in result.x)))
-    return params, predict(result.x)
+    return params, predict(result.x), dict(zip(names, (float(v) for v in result.standard_errors)))
 
 
 def evaluate(params: dict, tokens: np.ndarray, context: Any = 0.0) -> np.ndarray:
@@ -166,8 +168,9 @@ def _verify(m: Measurements, provenance: dict) -> dict[str, Any]:
                          file=m.path, field="batch_tokens", value=np.unique(tokens).size,
                          valid=f"verify rows at {MIN_VERIFY_SIZES} or more batch sizes (e.g. 1, 64, 512, 4096)")
     with_context = np.unique(context).size >= 2
-    params, fitted = _knee_fit(tokens, seconds, context if with_context else None)
-    provenance["fit"]["verify"] = {k: rounded(v) for k, v in params.items()}
+    params, fitted, errors = _knee_fit(tokens, seconds, context if with_context else None)
+    provenance["fit"]["verify"] = {**{k: rounded(v) for k, v in params.items()},
+                                   "standard_errors": {k: rounded(v, 3) for k, v in errors.items()}}
     provenance["residuals"].append(_residual("verify", fitted, seconds, _labels("verify", tokens, context)))
     batch = grid(tokens.min(), tokens.max())
     b = np.asarray(batch, dtype=float)
@@ -184,8 +187,9 @@ def _draft(m: Measurements, kind: str, provenance: dict) -> Optional[dict[str, A
         return None
     sizes = np.unique(tokens)
     if sizes.size >= MIN_CURVE_SIZES:
-        params, fitted = _knee_fit(tokens, seconds, None)
-        provenance["fit"][kind] = {k: rounded(v) for k, v in params.items()}
+        params, fitted, errors = _knee_fit(tokens, seconds, None)
+        provenance["fit"][kind] = {**{k: rounded(v) for k, v in params.items()},
+                                   "standard_errors": {k: rounded(v, 3) for k, v in errors.items()}}
         provenance["residuals"].append(_residual(kind, fitted, seconds, _labels(kind, tokens)))
         points = grid(sizes.min(), sizes.max())
         return {"batch_tokens": points, "step_s": [rounded(v) for v in evaluate(params, np.asarray(points, float))]}

@@ -26,7 +26,16 @@ class FitResult:
 
     def standard_errors_for(self, sigma: float) -> np.ndarray:
         """Standard errors if every log residual had standard deviation ``sigma`` (a known noise level)."""
-        return sigma * np.sqrt(np.diag(np.linalg.pinv(self.jacobian.T @ self.jacobian)))
+        return sigma * np.sqrt(np.clip(np.diag(unit_covariance(self.jacobian)), 0.0, None))
+
+
+def unit_covariance(jacobian: np.ndarray) -> np.ndarray:
+    """``(J^T J)^-1``, with the columns scaled to unit norm first: parameters differ by many orders of magnitude
+    (seconds per context token next to efficiencies), which would otherwise drown the small ones in round-off."""
+    norms = np.linalg.norm(jacobian, axis=0)
+    norms = np.where(norms > 0.0, norms, 1.0)
+    scaled = jacobian / norms
+    return np.linalg.pinv(scaled.T @ scaled) / np.outer(norms, norms)
 
 
 def fit_log(predict: Callable[[np.ndarray], np.ndarray], measured: np.ndarray, x0: Sequence[float],
@@ -41,7 +50,7 @@ def fit_log(predict: Callable[[np.ndarray], np.ndarray], measured: np.ndarray, x
                            ftol=1e-12, xtol=1e-12, gtol=1e-12, max_nfev=5000, method="trf")
     n, k = result.fun.size, result.x.size
     variance = float(result.fun @ result.fun) / max(n - k, 1)
-    covariance = variance * np.linalg.pinv(result.jac.T @ result.jac)
+    covariance = variance * unit_covariance(result.jac)
     return FitResult(result.x, np.sqrt(np.clip(np.diag(covariance), 0.0, None)), result.fun, result.jac)
 
 
