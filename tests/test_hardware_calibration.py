@@ -154,19 +154,6 @@ def test_with_no_knee_and_no_overheads_the_gemm_part_is_the_plain_roofline():
         assert cm.verify_s(tokens) == pytest.approx(body + head + elem * tokens, rel=1e-12)
 
 
-def test_scalar_and_vectorised_verify_agree_bit_for_bit():
-    """The engine prices blocks of steps with arrays and single steps with one-element arrays or scalars."""
-    cm = roofline()
-    rng = np.random.default_rng(3)
-    b = rng.integers(0, 3000, size=(5, 40))
-    c = rng.uniform(0, 2e6, size=(5, 1))
-    r = rng.integers(1, 300, size=(5, 1))
-    vec = cm.verify_s(b, c, r)
-    scalar = [[cm.verify_s(int(x), float(ci), int(ri)) for x in row] for row, ci, ri in zip(b, c[:, 0], r[:, 0])]
-    assert np.array_equal(vec, np.array(scalar))
-    assert cm.step_s(64, 1e5, 16) == cm.verify_s(64, 1e5, 16)
-
-
 # ------------------------------------------------------------------------------------------------ the config
 def test_default_is_the_gpus_fit_for_the_default_engine_and_an_engine_can_be_chosen():
     default, trt = roofline(), roofline(calibration="tensorrt-llm")

@@ -20,7 +20,6 @@ from typing import Any
 
 import numpy as np
 
-from simlab.hardware.base import ArrayOrFloat, is_array
 from simlab.hardware.buckets import Buckets
 from simlab.hardware.device import Device, RooflineParams, kv_heads_per_gpu
 from simlab.hardware.knee import gemm_array, gemm_s, knee, knee_array
@@ -94,16 +93,8 @@ class CalibratedRooflineCostModel(RooflineCostModel):
             return 0.0
         return context_tokens * knee(self._kv_token_s, self._attn_pair_s * queries_per_request, self._width)
 
-    def verify_s(self, batch_tokens: ArrayOrFloat, context_tokens: ArrayOrFloat = 0.0,
-                 num_requests: ArrayOrFloat = 1) -> ArrayOrFloat:
-        if is_array(batch_tokens, context_tokens, num_requests):
-            return self._verify_array(batch_tokens, context_tokens, num_requests)
-        b = float(batch_tokens)
-        if b <= 0:
-            return 0.0
-        padded = self.buckets.pad(b)
-        requests = max(float(num_requests), 1.0)
-        return (self._linear_s(padded, padded) + self._attention_s(b / requests, float(context_tokens))
+    def _verify_one(self, b: float, padded: float, c: float, requests: float) -> float:
+        return (self._linear_s(padded, padded) + self._attention_s(b / requests, c)
                 + self._fixed_s + self._request_s * requests)
 
     def _verify_array(self, batch_tokens: Any, context_tokens: Any, num_requests: Any) -> np.ndarray:

@@ -76,9 +76,11 @@ class RooflineCostModel(CostModel):
         b = float(batch_tokens)
         if b <= 0:
             return 0.0
-        padded = self.buckets.pad(b)
-        c = float(context_tokens)
-        queries_per_request = b / max(float(num_requests), 1.0)
+        return self._verify_one(b, self.buckets.pad(b), float(context_tokens), max(float(num_requests), 1.0))
+
+    def _verify_one(self, b: float, padded: float, c: float, requests: float) -> float:
+        """One decode-only forward: ``b`` > 0 tokens (``padded`` to its bucket), ``c`` context, ``requests`` >= 1."""
+        queries_per_request = b / requests
         memory = self._mem_fixed_s + self._mem_per_context_s * c
         compute = self._decode_token_s * padded + self._attn_pair_s * queries_per_request * c
         return (memory if memory > compute else compute) + self._ar_token_s * padded + self._fixed_s
