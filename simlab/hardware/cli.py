@@ -69,9 +69,8 @@ def list_command() -> None:
         except InputError as err:
             profiles.add_row(name, "-", "-", f"unreadable: {err}")
             continue
-        provenance = cm.config.provenance or {}
-        measured = {True: "measured", False: "roofline (not measured)"}.get(provenance.get("measured"), "unstated")
-        profiles.add_row(name, f"{cm.verify_s(1) * 1e3:.2f}", str(cm.kv_cache_tokens() or "-"), measured)
+        profiles.add_row(name, f"{cm.verify_s(1) * 1e3:.2f}", str(cm.kv_cache_tokens() or "-"),
+                         _source(cm.config.provenance or {}))
     console.print(profiles)
     gpus = Table(title="GPUs (hardware: {kind: roofline, gpu: NAME, model: NAME})")
     gpus.add_column("gpu", no_wrap=True)
@@ -91,6 +90,16 @@ def list_command() -> None:
         models.add_row(cfg.name, cfg.hf_id, f"{cfg.total_params / 1e9:.2f}", str(cfg.num_layers), str(cfg.hidden_size),
                        f"{cfg.num_heads} / {cfg.num_kv_heads}", f"{cfg.kv_bytes_per_token():,}")
     console.print(models)
+
+
+def _source(provenance: dict) -> str:
+    """Where a profile's numbers come from, in a few words (its provenance)."""
+    if provenance.get("measured") is False:
+        return ("calibrated roofline (not measured): " + str(provenance["calibration"].get("name"))
+                if isinstance(provenance.get("calibration"), dict) else "roofline (not measured)")
+    if provenance.get("measured") is True:
+        return "fitted to measurements" if provenance.get("generator") == "simlab profiles fit" else "measured"
+    return "unstated"
 
 
 @profiles_app.command("export")
