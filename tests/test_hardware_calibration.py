@@ -169,6 +169,8 @@ def test_given_parameters_override_the_fit_and_none_is_the_constant_roofline():
     cm = roofline(bw_efficiency=0.5, request_overhead_s=0.0)
     assert cm.params.bw_efficiency == 0.5 and cm.params.request_overhead_s == 0.0
     assert cm.params.flop_efficiency == roofline().params.flop_efficiency
+    assert cm.describe()["calibration"]["overridden"] == ["bw_efficiency", "request_overhead_s"]
+    assert "overridden" not in roofline().describe()["calibration"]
     none = roofline(calibration="none")
     assert type(none) is RooflineCostModel
     assert (none.params.bw_efficiency, none.params.flop_efficiency, none.params.step_overhead_s) == (0.8, 0.5, 5e-4)

@@ -125,17 +125,28 @@ class CalibratedRooflineCostModel(RooflineCostModel):
     # ----------------------------------------------------------------------------------------- provenance
     def describe(self) -> dict[str, Any]:
         """The plain roofline's description plus ``calibration``: which fit, on what, and its stated error."""
-        from simlab.hardware.calibration import calibration_entry
+        from simlab.errors import InputError
+        from simlab.hardware.calibration import calibration_entry, fitted_values
 
         out = super().describe()
+        gpu, _, engine = self.params.calibration.partition("/")
         entry = calibration_entry(self.gpu.name) or {}
         error = dict(entry.get("error") or {})
         if "excluded" in error:  # listed row by row in hw_profiles/calibration/fitted.yaml
             error["excluded"] = len(error["excluded"])
-        calibration = {"name": self.params.calibration, "engine": self.params.calibration.partition("/")[2],
-                       "fitted_on": entry.get("fitted_on")}
+        calibration: dict[str, Any] = {"name": self.params.calibration, "engine": engine,
+                                       "fitted_on": entry.get("fitted_on")}
         if entry.get("note"):
             calibration["note"] = entry["note"]
+        try:
+            fitted = fitted_values(gpu, engine)
+        except InputError:
+            fitted = {}
+        overridden = sorted(k for k, v in fitted.items() if k != "calibration" and getattr(self.params, k) != v)
+        if overridden:
+            calibration["overridden"] = overridden
+            calibration["note"] = (calibration.get("note", "") + " The stated error is the fit's; parameters "
+                                   "given in the config replace fitted ones: " + ", ".join(overridden)).strip()
         out["calibration"] = {**calibration, "error": error, "derived": entry.get("derived")}
         return out
 
