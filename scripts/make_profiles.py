@@ -5,7 +5,7 @@
     python scripts/make_profiles.py --check    # exit 1 if the fit or any shipped file is missing or stale
     python scripts/make_profiles.py --out DIR  # write the profiles somewhere else
 
-The fit comes from the measurements in hw_profiles/calibration/ (scripts/calibrate.py), the profiles from the fit.
+The fit comes from the measurements in hw_profiles/calibration/ (scripts/calibrate_hardware.py), the profiles from the fit.
 A file whose content is unchanged apart from its date and simlab version is not rewritten, so regenerating
 leaves git clean unless the data, the model or its parameters changed.
 """
@@ -30,7 +30,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=REPO / "hw_profiles", help="folder to write (default hw_profiles/)")
     parser.add_argument("--check", action="store_true", help="only report missing or stale files; exit 1 if any")
     args = parser.parse_args(argv)
-    from calibrate import FITTED, refit
+    from calibrate_hardware import FITTED, refit
 
     _, fit_stale = refit(check=args.check)
     stale = [str(FITTED.relative_to(REPO))] if fit_stale else []

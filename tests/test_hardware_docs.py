@@ -10,7 +10,7 @@ import yaml
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "scripts"))
 
-import calibrate  # noqa: E402
+import calibrate_hardware as calibrate  # noqa: E402
 import gpu_profile  # noqa: E402
 
 
@@ -18,7 +18,7 @@ def test_hardware_doc_shows_the_shipped_fit():
     fitted = yaml.safe_load(calibrate.FITTED.read_text(encoding="utf-8"))
     doc = (REPO / "docs" / "hardware.md").read_text(encoding="utf-8")
     for table in calibrate.markdown(fitted).split("\n\n"):
-        assert table in doc, "docs/hardware.md is stale: paste `python scripts/calibrate.py --markdown`"
+        assert table in doc, "docs/hardware.md is stale: paste `python scripts/calibrate_hardware.py --markdown`"
 
 
 def test_profiling_doc_shows_the_comparison_script_output():

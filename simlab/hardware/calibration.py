@@ -3,7 +3,7 @@
 ``hardware: {kind: roofline, gpu, model}`` is calibrated by default: ``calibration: auto`` takes the GPU's fit for
 the default engine (vLLM), ``calibration: ENGINE`` another engine's step overheads, ``calibration: none`` the old
 constant efficiencies. Any tuning parameter given in the config overrides the fitted value. The fit itself is made
-by ``scripts/calibrate.py`` (:mod:`simlab.hardware.calfit`) from the measurements listed in
+by ``scripts/calibrate_hardware.py`` (:mod:`simlab.hardware.calfit`) from the measurements listed in
 hw_profiles/calibration/SOURCES.md.
 """
 
@@ -44,17 +44,17 @@ def _read_fitted(path: str) -> dict[str, Any]:
         raise InputError(f"the calibrated roofline's fit cannot be read ({exc.strerror or exc})", file=path,
                          valid="run `python scripts/make_profiles.py`, or use calibration: none") from None
     if not isinstance(data, dict) or not isinstance(data.get("gpus"), dict):
-        raise InputError("not a calibration fit", file=path, valid="the file scripts/calibrate.py writes")
+        raise InputError("not a calibration fit", file=path, valid="the file scripts/calibrate_hardware.py writes")
     return data
 
 
 def forget_fitted() -> None:
-    """Drop the cached fit (after scripts/calibrate.py rewrote it)."""
+    """Drop the cached fit (after scripts/calibrate_hardware.py rewrote it)."""
     _read_fitted.cache_clear()
 
 
 def load_fitted(path: Optional[Path] = None) -> dict[str, Any]:
-    """The fit as written by scripts/calibrate.py (cached; treat as read-only)."""
+    """The fit as written by scripts/calibrate_hardware.py (cached; treat as read-only)."""
     return _read_fitted(str(path or fitted_path()))
 
 

@@ -9,11 +9,9 @@ from typing import Optional
 
 import typer
 
-from simlab.hardware.export import dump_table_yaml
+from simlab.hardware.export import table_text
 from simlab.hardware.userfit import GENERATOR, fit_profile, read_measurements
 from simlab.outputs import check_out_file, write_file_atomic
-
-HEADER = f"# written by {GENERATOR}\n"
 
 
 def fit_command(
@@ -26,7 +24,7 @@ def fit_command(
     check_out_file(out, inputs=[measurements])
     data = fit_profile(read_measurements(measurements), name=name or out.stem,
                        command="simlab " + " ".join(shlex.quote(a) for a in sys.argv[1:]))
-    write_file_atomic(out, HEADER + dump_table_yaml(data))
+    write_file_atomic(out, table_text(data, written_by=GENERATOR))
     verify = data["provenance"]["residuals"][0]
     typer.echo(f"wrote {out}: verify fitted to {verify['points']} rows, residual median "
                f"{verify['median_abs_rel_error']:.1%}, max {verify['max_abs_rel_error']:.1%} "

@@ -165,7 +165,7 @@ class Calibrator:
             entry = gpus[check["gpu"]]
             entry["error"].setdefault("reference_checks", []).append(
                 reference_check(check, self.spec.folder, entry, self.spec.default_engine))
-        return {"generator": "scripts/calibrate.py", "default_engine": self.spec.default_engine,
+        return {"generator": "scripts/calibrate_hardware.py", "default_engine": self.spec.default_engine,
                 "sources": {s.id: s.provenance for s in self.spec.sources}, "gpus": gpus}
 
     def gpu_entry(self, name: str, how: dict[str, Any]) -> dict[str, Any]:

@@ -1,10 +1,10 @@
 #!/usr/bin/env python
 """Fit the calibrated roofline to the measurements in hw_profiles/calibration/ and write its fitted.yaml.
 
-    python scripts/calibrate.py            # refit; rewrite fitted.yaml if anything changed
-    python scripts/calibrate.py --check    # exit 1 if fitted.yaml is missing or stale
-    python scripts/calibrate.py --summary  # also print each GPU's parameters and stated error
-    python scripts/calibrate.py --markdown # print the parameter and error tables of docs/hardware.md
+    python scripts/calibrate_hardware.py            # refit; rewrite fitted.yaml if anything changed
+    python scripts/calibrate_hardware.py --check    # exit 1 if fitted.yaml is missing or stale
+    python scripts/calibrate_hardware.py --summary  # also print each GPU's parameters and stated error
+    python scripts/calibrate_hardware.py --markdown # print the parameter and error tables of docs/hardware.md
 
 ``scripts/make_profiles.py`` runs this first, then regenerates the shipped profiles from the fit.
 """
@@ -32,11 +32,11 @@ def refit(folder: Path = FOLDER, fitted: Path = FITTED, *, check: bool = False) 
     old = yaml.safe_load(fitted.read_text(encoding="utf-8")) if fitted.is_file() else None
     stale = old != yaml.safe_load(dump_fitted(data))
     if stale and not check:
-        from simlab.hardware.export import write_text_atomic
+        from simlab.outputs import write_file_atomic
 
         from simlab.hardware.calibration import forget_fitted
 
-        write_text_atomic(fitted, dump_fitted(data))
+        write_file_atomic(fitted, dump_fitted(data))
         forget_fitted()
     return data, stale
 
@@ -112,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.summary:
         print(summary(data))
     if stale and args.check:
-        print(f"stale or missing: {FITTED} (run scripts/calibrate.py)", file=sys.stderr)
+        print(f"stale or missing: {FITTED} (run scripts/calibrate_hardware.py)", file=sys.stderr)
         return 1
     print(f"wrote {FITTED}" if stale else f"{FITTED} is up to date")
     return 0
