@@ -83,6 +83,7 @@ def build(loaded: LoadedScenario) -> Built:
     for arm in sc.arms:
         built.arms.append(
             prepare_arm(arm, spec, cost, domain_names=requests.domain_names, weights=weights,
+                        output_tokens=requests.output_tokens,
                         max_batch_tokens=engine.max_batch_tokens, seed=sc.seed)
         )
     return built

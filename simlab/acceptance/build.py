@@ -20,6 +20,7 @@ from simlab.config.acceptance import (
     IIDAcceptance,
     PositionalAcceptance,
     PresetAcceptance,
+    TraceAcceptance,
 )
 from simlab.errors import InputError
 
@@ -58,6 +59,20 @@ def build_acceptance(cfg: AcceptanceSetting, *, file: Union[str, Path, None]) ->
         preset = load_preset(cfg.name, base_dir=base_dir, file=file)
         source = {"kind": "preset", "name": preset.name, "path": str(preset.path), "provenance": preset.provenance}
         return _spec(preset.base_logit, preset.heterogeneity, preset.confidence, cfg, source)
+    if isinstance(cfg, TraceAcceptance):
+        from simlab.acceptance.replay import load_recorded
+
+        base_dir = Path(file).resolve().parent if file is not None else Path.cwd()
+        path = Path(cfg.path) if Path(cfg.path).is_absolute() else base_dir / cfg.path
+        if not path.is_file():
+            raise InputError("no such file", file=file, field="acceptance.path", value=cfg.path,
+                             valid="a specdecode-bench JSON-lines file, relative to the scenario file")
+        recorded = load_recorded(path, cfg.format, cfg.proposer, file=file, field="acceptance")
+        rates = recorded.conditional_rates()
+        base = {m: {ANY_DOMAIN: logit(rates)} for m in DRAFT_METHODS}
+        source = {"kind": "trace", **recorded.source, "pooled_conditional_rates": rates.round(6).tolist()}
+        spec = _spec(base, HeterogeneityConfig(), ConfidenceConfig(), cfg, source)
+        return dataclasses.replace(spec, recorded=recorded)
     raise TypeError(f"not an acceptance config: {cfg!r}")
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, Optional, Union
 
-from pydantic import Field, NonNegativeFloat, PositiveInt
+from pydantic import Field, NonNegativeFloat, PositiveInt, model_validator
 
 from simlab.config.base import StrictModel
 
@@ -75,8 +75,27 @@ class PresetAcceptance(_AcceptanceCommon):
     name: str
 
 
+class TraceAcceptance(_AcceptanceCommon):
+    """Replay recorded acceptance: each simulated request replays one recorded request's acceptance lengths
+    (``path`` relative to the scenario file; ``format: specdecode-bench``; ``proposer`` picks one of the file's
+    ``acc_<proposer>`` entries, needed when it has several). ``heterogeneity`` does not apply (the outcomes are
+    recorded); ``confidence`` is the error of the head the schedulers see (docs/acceptance.md)."""
+
+    kind: Literal["trace"]
+    path: str = Field(min_length=1)
+    format: Literal["specdecode-bench"] = "specdecode-bench"
+    proposer: Optional[str] = Field(default=None, min_length=1)
+
+    @model_validator(mode="after")
+    def _no_heterogeneity(self) -> "TraceAcceptance":
+        if self.heterogeneity is not None:
+            raise ValueError("heterogeneity does not apply to recorded acceptance (its outcomes are recorded); "
+                             "leave it out")
+        return self
+
+
 AcceptanceConfig = Annotated[
-    Union[IIDAcceptance, PositionalAcceptance, PresetAcceptance], Field(discriminator="kind")
+    Union[IIDAcceptance, PositionalAcceptance, PresetAcceptance, TraceAcceptance], Field(discriminator="kind")
 ]
 
 AcceptanceSetting = Union[AcceptanceConfig, str]

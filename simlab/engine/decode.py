@@ -22,6 +22,7 @@ class ArmPolicy:
     cost: object  # simlab.hardware CostModel
     max_batch_tokens: int
     prior_conf: np.ndarray  # [G] stands in for lagged confidences a request does not have yet
+    replay: Optional[object] = None  # simlab.acceptance.replay.BoundReplay: recorded outcomes instead of draws
     _draft_table: list = field(default_factory=list, repr=False, compare=False)  # [draft length][request count]
 
     def draft_s(self, num_requests: np.ndarray, context_tokens: np.ndarray) -> np.ndarray:
