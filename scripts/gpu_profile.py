@@ -4,7 +4,7 @@
     python scripts/gpu_profile.py                # bf16 random-weight Qwen3-8B + 5-layer DSpark drafter on CUDA
     python scripts/gpu_profile.py --dry-run      # the same pipeline on CPU with the tiny model (seconds)
     python scripts/gpu_profile.py --estimate     # only print the estimated H200 time of the GPU grid
-    python scripts/gpu_profile.py --compare      # roofline vs the measured profile, as docs/profiling.md shows it
+    python scripts/gpu_profile.py --compare      # roofline (old constants, calibrated) vs the measured profile
 
 The GPU grid: batch tokens 1..8192 (every power of two and every vLLM capture size up to 512: 55 sizes) x TOTAL
 context tokens 512..8192 (doubling), then 32768, 131072 and 524288, so that the table also covers loaded steps
@@ -138,30 +138,44 @@ def check(out: Path, *, expect_device: str) -> None:
 COMPARE_POINTS = ((1, 512), (64, 512), (512, 512), (8192, 512), (64, 131072), (512, 131072))
 
 
+def uncalibrated_profile():
+    """The H200 Qwen3-8B roofline with ``calibration: none`` (the old constants), as the same kind of table."""
+    from simlab.config.hardware import RooflineHardware, TableHardware
+    from simlab.hardware.export import table_dict
+    from simlab.hardware.roofline import build_roofline
+    from simlab.hardware.table import TableCostModel
+
+    cm = build_roofline(RooflineHardware(kind="roofline", gpu="h200", model=MODEL, calibration="none"))
+    return TableCostModel(TableHardware.model_validate(table_dict(cm, generator="scripts/gpu_profile.py")))
+
+
 def comparison(measured: Path | None) -> str:
-    """A Markdown table: the roofline H200 profile against a measured one (or a placeholder column)."""
+    """A Markdown table: the H200 roofline with the old constants and calibrated (the shipped profile) against a
+    measured profile (or a placeholder column)."""
     from simlab.hardware import load_profile
 
-    roofline = load_profile(ROOFLINE_PROFILE)
+    columns = [uncalibrated_profile(), load_profile(ROOFLINE_PROFILE)]
     other = load_profile(measured) if measured is not None else None
 
     def cell(value_s: float | None, scale: float = 1e3, digits: int = 3) -> str:
         return "not yet measured" if value_s is None else f"{value_s * scale:.{digits}f}"
 
-    rows = ["| quantity | roofline (`h200_qwen3-8b`) | measured |", "|---|---|---|"]
+    def row(label: str, value, scale: float = 1e3, digits: int = 3) -> str:
+        cells = [cell(value(cm), scale, digits) for cm in columns] + [cell(value(other) if other else None, scale,
+                                                                          digits)]
+        return f"| {label} | " + " | ".join(cells) + " |"
+
+    rows = ["| quantity | roofline, `calibration: none` | calibrated (`h200_qwen3-8b`) | measured |",
+            "|---|---|---|---|"]
     for b, c in COMPARE_POINTS:
-        label = f"verify ms, B={b}, total context {c}"
-        rows.append(f"| {label} | {cell(roofline.verify_s(b, c))} | "
-                    f"{cell(other.verify_s(b, c) if other else None)} |")
+        rows.append(row(f"verify ms, B={b}, total context {c}", lambda cm, b=b, c=c: cm.verify_s(b, c)))
     for method, r in (("dflash", 1), ("dspark", 1), ("dspark", 128), ("eagle3", 1)):
         name = "autoregressive (eagle3/mtp), 7 steps" if method == "eagle3" else f"{method}, gamma 7"
-        rows.append(f"| draft ms, {name}, R={r} | {cell(roofline.draft_s(method, 7, r))} | "
-                    f"{cell(other.draft_s(method, 7, r) if other else None)} |")
-    rows.append(f"| prefill us/token | {cell(roofline.prefill_s(1), 1e6, 2)} | "
-                f"{cell(other.prefill_s(1) if other else None, 1e6, 2)} |")
+        rows.append(row(f"draft ms, {name}, R={r}", lambda cm, m=method, r=r: cm.draft_s(m, 7, r)))
+    rows.append(row("prefill us/token", lambda cm: cm.prefill_s(1), 1e6, 2))
     kv = other.kv_cache_tokens() if other else None
     measured_kv = "not yet measured" if other is None else (kv if kv is not None else "not recorded")
-    rows.append(f"| kv_cache_tokens | {roofline.kv_cache_tokens()} | {measured_kv} |")
+    rows.append(f"| kv_cache_tokens | {columns[0].kv_cache_tokens()} | {columns[1].kv_cache_tokens()} | {measured_kv} |")
     return "\n".join(rows)
 
 
@@ -173,7 +187,8 @@ def main(argv: list[str] | None = None) -> int:
                                                               f"dry run: {DRY_RUN_OUT})")
     parser.add_argument("--budget-s", type=float, default=BUDGET_S, help="measuring budget of the GPU run")
     parser.add_argument("--compare", type=Path, nargs="?", const=DEFAULT_OUT, default=None, metavar="PROFILE",
-                        help="print the roofline-vs-measured Markdown table of docs/profiling.md and stop")
+                        help="print the roofline-vs-measured Markdown table of docs/profiling.md (old constants, "
+                             "calibrated, measured) and stop")
     args = parser.parse_args(argv)
     if args.compare is not None:
         print(comparison(args.compare if args.compare.exists() else None))

@@ -1,12 +1,13 @@
 #!/usr/bin/env python
-"""Regenerate the roofline tables in hw_profiles/ (see simlab/hardware/catalog.py for the list).
+"""Refit the calibration and regenerate the roofline tables in hw_profiles/ (simlab/hardware/catalog.py lists them).
 
-    python scripts/make_profiles.py            # write hw_profiles/*.yaml (unchanged files are left alone)
-    python scripts/make_profiles.py --check    # exit 1 if any shipped file is missing or stale
-    python scripts/make_profiles.py --out DIR  # write somewhere else
+    python scripts/make_profiles.py            # refit hw_profiles/calibration/fitted.yaml, write hw_profiles/*.yaml
+    python scripts/make_profiles.py --check    # exit 1 if the fit or any shipped file is missing or stale
+    python scripts/make_profiles.py --out DIR  # write the profiles somewhere else
 
+The fit comes from the measurements in hw_profiles/calibration/ (scripts/calibrate_hardware.py), the profiles from the fit.
 A file whose content is unchanged apart from its date and simlab version is not rewritten, so regenerating
-leaves git clean unless the model or its parameters changed.
+leaves git clean unless the data, the model or its parameters changed.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from simlab.hardware.catalog import comparable, generate_profile, profile_name, 
 from simlab.hardware.export import write_table
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "scripts"))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -28,7 +30,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=REPO / "hw_profiles", help="folder to write (default hw_profiles/)")
     parser.add_argument("--check", action="store_true", help="only report missing or stale files; exit 1 if any")
     args = parser.parse_args(argv)
-    stale = []
+    from calibrate_hardware import FITTED, refit
+
+    _, fit_stale = refit(check=args.check)
+    stale = [str(FITTED.relative_to(REPO))] if fit_stale else []
+    if fit_stale and not args.check:
+        print(f"wrote {FITTED}")
     for gpu, model, tp in shipped_specs():
         name = profile_name(gpu, model, tp)
         path = args.out / f"{name}.yaml"
@@ -44,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
         print("stale or missing: " + ", ".join(stale) + " (run scripts/make_profiles.py)", file=sys.stderr)
         return 1
     if not stale:
-        print(f"all {len(shipped_specs())} profiles up to date in {args.out}")
+        print(f"the fit and all {len(shipped_specs())} profiles are up to date in {args.out}")
     return 0
 
 

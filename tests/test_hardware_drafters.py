@@ -23,7 +23,7 @@ def test_autoregressive_cost_is_linear_in_gamma(method):
 
 
 def test_eagle3_step_is_one_layer_with_a_32k_head_read_from_memory():
-    cm = model(kernel_launch_s=0.0)
+    cm = model(kernel_launch_s=0.0, calibration="none")  # the constant-efficiency closed form
     m = MODELS["qwen3-8b"]
     h = m.hidden_size
     qkv = (m.num_heads + 2 * m.num_kv_heads) * m.head_dim
@@ -34,12 +34,22 @@ def test_eagle3_step_is_one_layer_with_a_32k_head_read_from_memory():
 
 
 def test_parallel_block_is_nearly_flat_in_gamma_at_small_batch():
-    cm = model()
+    cm = model(calibration="none")  # the constant roofline: flat up to its corner
     for requests in (1, 4):
         context = requests * 1024
         short, long = cm.draft_s("dflash", 1, requests, context), cm.draft_s("dflash", 16, requests, context)
         assert long == pytest.approx(short, rel=0.05)
     # ... but grows with gamma once the block is compute-bound
+    assert cm.draft_s("dflash", 16, 128) > 1.5 * cm.draft_s("dflash", 7, 128)
+
+
+def test_calibrated_parallel_block_rises_smoothly_but_reads_its_weights_once_at_small_batch():
+    cm = model()
+    for requests in (1, 4):
+        context = requests * 1024
+        costs = [cm.draft_s("dflash", g, requests, context) for g in range(1, 17)]
+        assert all(b > a for a, b in zip(costs, costs[1:]))  # the knee: every extra token costs something
+        assert costs[-1] < 2 * costs[0]  # 16x the tokens, far less than 2x the time: memory-bound
     assert cm.draft_s("dflash", 16, 128) > 1.5 * cm.draft_s("dflash", 7, 128)
 
 

@@ -58,7 +58,9 @@ def test_round_trip_reproduces_verify_at_grid_points(roofline, exported):
 def test_round_trip_keeps_bucket_steps(roofline, exported):
     _, table = exported
     for b in (3, 100, 257, 300):
-        assert table.verify_s(b, 0.0) == pytest.approx(roofline.verify_s(b, 0.0, max(1, b / 4)), rel=1e-5)
+        # the table holds each bucket's column as sampled there: at R = max(1, padded / 4) requests
+        requests = max(1, roofline.buckets.pad(b) / 4)
+        assert table.verify_s(b, 0.0) == pytest.approx(roofline.verify_s(b, 0.0, requests), rel=1e-5)
 
 
 @pytest.mark.parametrize("requests", [1, 8, 128, 1024])

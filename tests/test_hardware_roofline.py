@@ -25,8 +25,9 @@ H100_BW, H100_FLOPS = 3.35e12, 989e12
 
 
 def qwen8b(**params) -> object:
-    base = dict(kind="roofline", gpu="h100-sxm", model="qwen3-8b", bw_efficiency=0.8, flop_efficiency=0.5,
-                step_overhead_s=5e-4)
+    """The constant-efficiency roofline (calibration: none) whose closed forms these tests check."""
+    base = dict(kind="roofline", gpu="h100-sxm", model="qwen3-8b", calibration="none", bw_efficiency=0.8,
+                flop_efficiency=0.5, step_overhead_s=5e-4)
     return build_roofline(RooflineHardware(**{**base, **params}))
 
 
@@ -81,8 +82,11 @@ def test_buckets_make_roofline_steps_in_the_compute_bound_region():
     assert custom.verify_s(2) == custom.verify_s(600) > none.verify_s(2)  # 2 tokens run the 600-token graph
 
 
-def test_vectorised_verify_equals_scalar_calls():
-    cm = qwen8b()
+@pytest.mark.parametrize("calibration", ["none", "auto"])
+def test_vectorised_verify_equals_scalar_calls(calibration):
+    """Bit for bit: the engine prices blocks of steps with arrays and single steps with scalars or short arrays."""
+    cm = qwen8b() if calibration == "none" else build_roofline(
+        RooflineHardware(kind="roofline", gpu="h100-sxm", model="qwen3-8b"))
     rng = np.random.default_rng(0)
     b = rng.integers(0, 3000, size=(6, 40))
     c = rng.uniform(0, 2e6, size=(6, 1))
@@ -90,8 +94,9 @@ def test_vectorised_verify_equals_scalar_calls():
     vec = cm.verify_s(b, c, r)
     scalar = [[cm.verify_s(int(x), float(ci), int(ri)) for x in row] for row, ci, ri in zip(b, c[:, 0], r[:, 0])]
     assert vec.shape == (6, 40)
-    assert np.allclose(vec, scalar, rtol=1e-12, atol=0)
+    assert np.array_equal(vec, np.array(scalar))
     assert cm.verify_s(np.array([[0, 1]]))[0, 0] == 0.0
+    assert cm.step_s(64, 1e5, 16) == cm.verify_s(64, 1e5, 16)
 
 
 def test_mixed_step_adds_prefill_flops_and_equals_verify_without_prefill():
@@ -114,7 +119,8 @@ def test_kv_cache_tokens_from_memory_minus_weights():
 
 
 def test_tensor_parallel_splits_bytes_and_adds_all_reduce():
-    tp = build_roofline(RooflineHardware(kind="roofline", gpu="h100-sxm", model="llama-3-70b", tensor_parallel=4))
+    tp = build_roofline(RooflineHardware(kind="roofline", gpu="h100-sxm", model="llama-3-70b", tensor_parallel=4,
+                                         calibration="none"))
     m = MODELS["llama-3-70b"]
     read = m.read_params * 2 / 4
     allreduce = 2 * 80 * (1e-5 + 8192 * 2 * (2 * 3 / 4) / (450e9 * 0.7))  # 160 ring all-reduces of one token

@@ -106,13 +106,17 @@ class TableHardware(StrictModel):
 class RooflineHardware(StrictModel):
     """A roofline model: a GPU spec x a model config (see ``simlab profiles list`` and docs/hardware.md).
 
-    Every tuning parameter left out takes the default documented in docs/hardware.md.
+    ``calibration`` picks the efficiencies: ``auto`` (the default) the GPU's fit to public measurements for the
+    default engine, an engine name (``vllm``, ``tensorrt-llm``) that engine's step overheads, ``none`` the
+    constant efficiencies. Every tuning parameter given overrides the calibration's value; left out, it takes the
+    calibration's (or, with ``none``, the default documented in docs/hardware.md).
     """
 
     kind: Literal["roofline"]
     gpu: str
     model: str
     tensor_parallel: PositiveInt = Field(default=1, le=64)
+    calibration: str = "auto"
     cuda_graph_buckets: Union[Literal["default", "none"], list[PositiveInt]] = "default"
     bw_efficiency: Optional[float] = Field(default=None, gt=0.0, le=1.0)
     flop_efficiency: Optional[float] = Field(default=None, gt=0.0, le=1.0)
@@ -124,6 +128,10 @@ class RooflineHardware(StrictModel):
     gpu_memory_utilization: float = Field(default=0.9, gt=0.0, le=1.0)
     draft_layers: Optional[PositiveInt] = Field(default=None, le=64)
     eagle3_draft_vocab: Optional[PositiveInt] = None
+    request_overhead_s: Optional[NonNegativeFloat] = None
+    knee_width: Optional[float] = Field(default=None, ge=0.0, le=4.0)
+    elementwise_efficiency: Optional[float] = Field(default=None, gt=0.0, le=1.0)
+    attention_efficiency: Optional[float] = Field(default=None, gt=0.0, le=1.0)
 
     @model_validator(mode="after")
     def _buckets(self) -> "RooflineHardware":

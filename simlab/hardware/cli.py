@@ -1,4 +1,5 @@
-"""``simlab profiles``: list the shipped hardware profiles, GPUs and models; export any cost model as a file.
+"""``simlab profiles``: list the shipped hardware profiles, GPUs and models; export any cost model as a file; fit
+your own measurements into a profile (:mod:`simlab.hardware.fit_cli`).
 
 Mounted by the main command line as ``simlab profiles``. Bad input raises :class:`InputError` (exit 2 there).
 """
@@ -19,6 +20,7 @@ from simlab.errors import InputError
 from simlab.hardware.base import CostModel
 from simlab.hardware.catalog import SHIPPED_GPUS
 from simlab.hardware.export import ExportSettings, is_sps_file, sps_dict, table_dict, write_sps, write_table
+from simlab.hardware.fit_cli import fit_command
 from simlab.hardware.profiles import (build_cost_model, check_is_table, is_shipped_profile, load_profile,
                                      shipped_profiles)
 from simlab.hardware.roofline import build_roofline
@@ -35,10 +37,12 @@ SOURCE_HELP = (
 
 profiles_app = typer.Typer(
     name="profiles",
-    help="Hardware cost profiles: list what ships, export any cost model as a table or an SGLang SPS table.",
+    help="Hardware cost profiles: list what ships, export any cost model as a table or an SGLang SPS table, fit "
+         "your own measurements.",
     no_args_is_help=True,
     add_completion=False,
 )
+profiles_app.command("fit")(fit_command)
 
 
 class ExportFormat(str, Enum):
@@ -66,9 +70,8 @@ def list_command() -> None:
         except InputError as err:
             profiles.add_row(name, "-", "-", f"unreadable: {err}")
             continue
-        provenance = cm.config.provenance or {}
-        measured = {True: "measured", False: "roofline (not measured)"}.get(provenance.get("measured"), "unstated")
-        profiles.add_row(name, f"{cm.verify_s(1) * 1e3:.2f}", str(cm.kv_cache_tokens() or "-"), measured)
+        profiles.add_row(name, f"{cm.verify_s(1) * 1e3:.2f}", str(cm.kv_cache_tokens() or "-"),
+                         _source(cm.config.provenance or {}))
     console.print(profiles)
     gpus = Table(title="GPUs (hardware: {kind: roofline, gpu: NAME, model: NAME})")
     gpus.add_column("gpu", no_wrap=True)
@@ -88,6 +91,16 @@ def list_command() -> None:
         models.add_row(cfg.name, cfg.hf_id, f"{cfg.total_params / 1e9:.2f}", str(cfg.num_layers), str(cfg.hidden_size),
                        f"{cfg.num_heads} / {cfg.num_kv_heads}", f"{cfg.kv_bytes_per_token():,}")
     console.print(models)
+
+
+def _source(provenance: dict) -> str:
+    """Where a profile's numbers come from, in a few words (its provenance)."""
+    if provenance.get("measured") is False:
+        return ("calibrated roofline (not measured): " + str(provenance["calibration"].get("name"))
+                if isinstance(provenance.get("calibration"), dict) else "roofline (not measured)")
+    if provenance.get("measured") is True:
+        return "fitted to measurements" if provenance.get("generator") == "simlab profiles fit" else "measured"
+    return "unstated"
 
 
 @profiles_app.command("export")

@@ -1,16 +1,16 @@
 """Roofline parameters and the effective throughputs of one GPU of a tensor-parallel group.
 
-Defaults are justified in docs/hardware.md ("Parameters"). A forward's time on one GPU is
-``max(bytes / (HBM bytes/s x bw_efficiency), FLOPs / (peak FLOP/s x flop_efficiency))`` plus the tensor-parallel
-all-reduces (not overlapped) plus fixed overheads.
+Defaults are justified in docs/hardware.md ("Parameters"). With ``calibration: none`` a forward's time on one GPU
+is ``max(bytes / (HBM bytes/s x bw_efficiency), FLOPs / (peak FLOP/s x flop_efficiency))`` plus the
+tensor-parallel all-reduces (not overlapped) plus fixed overheads; a calibrated roofline prices the same parts with
+the smooth knee of :mod:`simlab.hardware.knee` (:class:`simlab.hardware.calibrated.CalibratedDevice`).
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from typing import Any, Optional
 
-from simlab.config.hardware import RooflineHardware
 from simlab.hardware.specs import BF16_BYTES, GIB, GpuSpec, ModelConfig
 
 # vLLM's memory profiling run: max_num_batched_tokens tokens through the model, max_num_seqs sampled rows
@@ -22,7 +22,12 @@ KV_BLOCK_TOKENS = 16  # vLLM's default KV block size: capacity is a whole number
 
 @dataclass(frozen=True)
 class RooflineParams:
-    """Every tunable number of the roofline, resolved (config values over these defaults)."""
+    """Every tunable number of the roofline, resolved (config values over these defaults).
+
+    The defaults are ``calibration: none``'s constants. A calibrated roofline resolves the efficiencies and
+    overheads from its GPU's fit instead (:func:`simlab.hardware.calibration.resolve_params`); the fields below
+    ``eagle3_draft_vocab`` exist only there (a ``knee_width`` of None or 0 is a hard ``max``).
+    """
 
     bw_efficiency: float = 0.80
     flop_efficiency: float = 0.50
@@ -34,11 +39,15 @@ class RooflineParams:
     activation_reserve_bytes: Optional[int] = None  # None: estimated from the model (see below)
     draft_layers: int = 5
     eagle3_draft_vocab: int = 32000
+    request_overhead_s: float = 0.0
+    knee_width: Optional[float] = None
+    elementwise_efficiency: Optional[float] = None
+    attention_efficiency: Optional[float] = None
+    calibration: str = "none"
 
-    @classmethod
-    def from_config(cls, cfg: RooflineHardware) -> "RooflineParams":
-        given = {f.name: getattr(cfg, f.name) for f in fields(cls) if getattr(cfg, f.name, None) is not None}
-        return cls(**given)
+    @property
+    def calibrated(self) -> bool:
+        return self.calibration != "none"
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -74,6 +83,13 @@ class Device:
         fixed, per_token = self.allreduce_coefficients(num_allreduces, hidden_size)
         compute = max(read_bytes / self.bytes_per_s, flops / self.flop_per_s)
         return compute + fixed + per_token * tokens + kernels * self.params.kernel_launch_s
+
+    def forward_parts_s(self, weight_bytes: float, kv_bytes: float, other_bytes: float, matmul_flops: float,
+                        attn_flops: float, tokens: float, num_allreduces: int, hidden_size: int,
+                        kernels: int) -> float:
+        """:meth:`forward_s` with the reads and FLOPs given by part (weights, KV, other; GEMMs, attention)."""
+        return self.forward_s(weight_bytes + kv_bytes + other_bytes, matmul_flops + attn_flops, tokens,
+                              num_allreduces, hidden_size, kernels)
 
 
 def kv_heads_per_gpu(model: ModelConfig, tensor_parallel: int) -> int:

@@ -45,10 +45,10 @@ class ForwardShape:
     def time_s(self, device: Device, hidden_size: int, tokens: float, num_requests: float,
                context_tokens: float) -> float:
         queries_per_request = tokens / max(num_requests, 1.0)
-        read = (self.weight_bytes + self.kv_bytes_per_context_token * context_tokens
-                + self.logit_bytes_per_request * num_requests)
-        flops = self.flops_per_token * tokens + self.attn_flops_per_query_context * queries_per_request * context_tokens
-        return device.forward_s(read, flops, tokens, self.num_allreduces, hidden_size, self.kernels)
+        attn_flops = self.attn_flops_per_query_context * queries_per_request * context_tokens
+        return device.forward_parts_s(self.weight_bytes, self.kv_bytes_per_context_token * context_tokens,
+                                      self.logit_bytes_per_request * num_requests, self.flops_per_token * tokens,
+                                      attn_flops, tokens, self.num_allreduces, hidden_size, self.kernels)
 
 
 class RooflineDrafter:

@@ -35,6 +35,12 @@ ROOFLINE_NOTE = (
     "Roofline-modelled from GPU datasheet figures and the model's public config (docs/hardware.md); "
     "NOT measured on hardware. Replace with a measured profile (`simlab profile`) for absolute numbers."
 )
+CALIBRATED_NOTE = (
+    "Calibrated roofline (docs/hardware.md): GPU datasheet figures and the model's public config, priced with "
+    "efficiencies and step overheads fitted to public measurements of other models (hw_profiles/calibration/"
+    "SOURCES.md); NOT measured on this GPU and model. Its stated error is provenance.calibration.error. Replace "
+    "with a measured profile (`simlab profile`, `simlab profiles fit`) for absolute numbers."
+)
 
 
 @dataclass(frozen=True)
@@ -94,6 +100,7 @@ def _roofline_table(cm: RooflineCostModel, s: ExportSettings, *, generator: str,
     head = [drafter.head_step_s(r) for r in requests]
     chunk = s.prefill_chunk_tokens
     describe = cm.describe()
+    provenance_extra = {"calibration": describe["calibration"]} if "calibration" in describe else {}
     return {
         "kind": "table",
         "name": cm.name,
@@ -111,8 +118,9 @@ def _roofline_table(cm: RooflineCostModel, s: ExportSettings, *, generator: str,
             "simlab_version": __version__,
             "date": date,
             "measured": False,
-            "note": ROOFLINE_NOTE,
+            "note": CALIBRATED_NOTE if provenance_extra else ROOFLINE_NOTE,
             "source": {k: describe[k] for k in ("kind", "gpu", "model", "tensor_parallel", "parameters")},
+            **provenance_extra,
             "gpu": asdict(cm.gpu),
             "model": asdict(cm.model),
             "derived": describe["derived"],

@@ -35,9 +35,12 @@ MAX_TENSOR_PARALLEL = 8  # one NVLink node
 
 
 class RooflineCostModel(CostModel):
-    """A :class:`CostModel` computed from first principles; all coefficients precomputed at construction."""
+    """A :class:`CostModel` computed from first principles with constant efficiencies (``calibration: none``);
+    all coefficients precomputed at construction. :class:`~simlab.hardware.calibrated.CalibratedRooflineCostModel`
+    prices the same parts with fitted, smooth efficiencies."""
 
     has_context = True
+    device_class = Device
 
     def __init__(
         self,
@@ -50,7 +53,7 @@ class RooflineCostModel(CostModel):
     ) -> None:
         self.gpu, self.model, self.tp, self.params, self.buckets = gpu, model, tensor_parallel, params, buckets
         self.name = f"{gpu.name}_{model.name}" + (f"-tp{tensor_parallel}" if tensor_parallel > 1 else "")
-        self.device = device = Device(gpu, tensor_parallel, params)
+        self.device = device = self.device_class(gpu, tensor_parallel, params)
         tp = tensor_parallel
         self.weight_read_bytes = model.read_params * BF16_BYTES / tp  # per GPU, per forward
         self.kv_bytes_per_token = model.kv_bytes_per_token(kv_heads_per_gpu(model, tp))  # per GPU
@@ -73,9 +76,11 @@ class RooflineCostModel(CostModel):
         b = float(batch_tokens)
         if b <= 0:
             return 0.0
-        padded = self.buckets.pad(b)
-        c = float(context_tokens)
-        queries_per_request = b / max(float(num_requests), 1.0)
+        return self._verify_one(b, self.buckets.pad(b), float(context_tokens), max(float(num_requests), 1.0))
+
+    def _verify_one(self, b: float, padded: float, c: float, requests: float) -> float:
+        """One decode-only forward: ``b`` > 0 tokens (``padded`` to its bucket), ``c`` context, ``requests`` >= 1."""
+        queries_per_request = b / requests
         memory = self._mem_fixed_s + self._mem_per_context_s * c
         compute = self._decode_token_s * padded + self._attn_pair_s * queries_per_request * c
         return (memory if memory > compute else compute) + self._ar_token_s * padded + self._fixed_s
@@ -159,14 +164,19 @@ class RooflineCostModel(CostModel):
 
 
 def build_roofline(cfg: RooflineHardware, *, file: Optional[str] = None, field: str = "hardware") -> RooflineCostModel:
-    """A :class:`RooflineCostModel` from a config, checking names, tensor parallelism and that the model fits."""
+    """A roofline cost model from a config (calibrated unless ``calibration: none``), checking names, the
+    calibration, tensor parallelism and that the model fits."""
+    from simlab.hardware.calibrated import CalibratedRooflineCostModel
+    from simlab.hardware.calibration import resolve_params
+
     gpu = get_gpu(cfg.gpu, file=file, field=_subfield(field, "gpu"))
     model = get_model(cfg.model, file=file, field=_subfield(field, "model"))
-    params = RooflineParams.from_config(cfg)
+    params = resolve_params(cfg, gpu.name, file=file, field=field)
+    cls = CalibratedRooflineCostModel if params.calibrated else RooflineCostModel
     buckets = Buckets.from_config(cfg.cuda_graph_buckets)
     tp = cfg.tensor_parallel
     if tp <= MAX_TENSOR_PARALLEL and _splits(model, tp):
-        cost_model = RooflineCostModel(gpu, model, tensor_parallel=tp, params=params, buckets=buckets)
+        cost_model = cls(gpu, model, tensor_parallel=tp, params=params, buckets=buckets)
         if (cost_model.kv_cache_tokens() or 0) > 0:
             return cost_model
         why = _does_not_fit(cost_model)

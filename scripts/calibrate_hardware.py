@@ -1,0 +1,122 @@
+#!/usr/bin/env python
+"""Fit the calibrated roofline to the measurements in hw_profiles/calibration/ and write its fitted.yaml.
+
+    python scripts/calibrate_hardware.py            # refit; rewrite fitted.yaml if anything changed
+    python scripts/calibrate_hardware.py --check    # exit 1 if fitted.yaml is missing or stale
+    python scripts/calibrate_hardware.py --summary  # also print each GPU's parameters and stated error
+    python scripts/calibrate_hardware.py --markdown # print the parameter and error tables of docs/hardware.md
+
+``scripts/make_profiles.py`` runs this first, then regenerates the shipped profiles from the fit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from simlab.hardware.calfit import calibrate, dump_fitted  # noqa: E402
+
+FOLDER = REPO / "hw_profiles" / "calibration"
+FITTED = FOLDER / "fitted.yaml"
+
+
+def refit(folder: Path = FOLDER, fitted: Path = FITTED, *, check: bool = False) -> tuple[dict, bool]:
+    """Fit; write ``fitted`` unless ``check`` or unchanged. Returns the fit and whether the file was stale."""
+    data = calibrate(folder)
+    old = yaml.safe_load(fitted.read_text(encoding="utf-8")) if fitted.is_file() else None
+    stale = old != yaml.safe_load(dump_fitted(data))
+    if stale and not check:
+        from simlab.outputs import write_file_atomic
+
+        from simlab.hardware.calibration import forget_fitted
+
+        write_file_atomic(fitted, dump_fitted(data))
+        forget_fitted()
+    return data, stale
+
+
+def summary(data: dict) -> str:
+    lines = []
+    for gpu, entry in data["gpus"].items():
+        params = ", ".join(f"{k} {v:g}" for k, v in entry["parameters"].items())
+        engines = "; ".join(f"{e}: overhead {v['step_overhead_s'] * 1e3:.3g} ms + {v['request_overhead_s'] * 1e6:.3g} us"
+                            "/request" for e, v in entry["engines"].items())
+        lines.append(f"{gpu}: {params}\n  {engines}")
+        for part in ("fitted", "held_out"):
+            for item in entry["error"][part]:
+                lines.append(f"  {part:8s} {item['subset']:55s} n={item['points']:3d} median "
+                             f"{item['median_abs_rel_error']:.1%} max {item['max_abs_rel_error']:.1%}")
+        for item in entry["error"].get("reference_checks", []):
+            lines.append(f"  check    {item['id']:55s} n={item['points']:3d} median "
+                         f"{item['median_abs_rel_error']:.1%} max {item['max_abs_rel_error']:.1%}")
+        for what in entry["error"].get("not_measured_on_this_gpu", []):
+            lines.append(f"  unknown  {what} (not measured on this GPU)")
+    return "\n".join(lines)
+
+
+def _pct(value: float) -> str:
+    return f"{value * 100:.1f} %"
+
+
+def markdown(data: dict) -> str:
+    """The two tables docs/hardware.md shows: fitted parameters per GPU, and the stated error per GPU."""
+    engines = sorted({e for entry in data["gpus"].values() for e in entry["engines"]})
+    head = ("| GPU | bw_efficiency | flop_efficiency | knee_width | corner (tokens) | elementwise_efficiency | "
+            "kernel_launch_s | attention_efficiency | " + " | ".join(f"{e} overhead" for e in engines)
+            + " | fitted on |")
+    lines = [head, "|" + "---|" * (9 + len(engines))]
+    for gpu, entry in data["gpus"].items():
+        p = entry["parameters"]
+        overheads = [f"{entry['engines'][e]['step_overhead_s'] * 1e3:.2f} ms + "
+                     f"{entry['engines'][e]['request_overhead_s'] * 1e6:.1f} µs/request" for e in engines]
+        ops, e2e = (entry["fitted_on"][k].split(":")[0] for k in ("operators", "end_to_end"))
+        origin = "its own measurements" if ops == e2e == gpu else (
+            f"operators: {ops}; end to end: {e2e}" if ops == gpu else f"{ops}'s fit (no {gpu} data)")
+        lines.append(f"| `{gpu}` | {p['bw_efficiency']:.3f} | {p['flop_efficiency']:.3f} | {p['knee_width']:.2f} | "
+                     f"{entry['derived']['corner_tokens']:.0f} | {p['elementwise_efficiency']:.3f} | "
+                     f"{p['kernel_launch_s'] * 1e6:.2f} µs | {p['attention_efficiency']:.3f} | "
+                     + " | ".join(overheads) + f" | {origin} |")
+    lines += ["", "| GPU | measurements | role | points | median error | max error |", "|---|---|---|---|---|---|"]
+    for gpu, entry in data["gpus"].items():
+        error = entry["error"]
+        for role in ("fitted", "held_out"):
+            for item in error[role]:
+                lines.append(f"| `{gpu}` | {item['source']}: {item['subset']} | {role.replace('_', ' ')} | "
+                             f"{item['points']} | {_pct(item['median_abs_rel_error'])} | "
+                             f"{_pct(item['max_abs_rel_error'])} |")
+        for what in error.get("not_measured_on_this_gpu", []):
+            lines.append(f"| `{gpu}` | {what} | not measured on this GPU (borrowed) | – | unknown | unknown |")
+        for item in error.get("reference_checks", []):
+            lines.append(f"| `{gpu}` | {item['id']} (simlab's own kernels, not an engine) | reference check | "
+                         f"{item['points']} | {_pct(item['median_abs_rel_error'])} | "
+                         f"{_pct(item['max_abs_rel_error'])} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="only report a stale fit; exit 1 if stale")
+    parser.add_argument("--summary", action="store_true", help="print the fitted parameters and errors")
+    parser.add_argument("--markdown", action="store_true", help="print docs/hardware.md's tables of the fit")
+    args = parser.parse_args(argv)
+    data, stale = refit(check=args.check or args.markdown)
+    if args.markdown:
+        print(markdown(data))
+        return 0
+    if args.summary:
+        print(summary(data))
+    if stale and args.check:
+        print(f"stale or missing: {FITTED} (run scripts/calibrate_hardware.py)", file=sys.stderr)
+        return 1
+    print(f"wrote {FITTED}" if stale else f"{FITTED} is up to date")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,39 @@
+"""Calibrating the roofline: fit its efficiencies and overheads to public measurements, state its error.
+
+``calibrate(folder)`` reads hw_profiles/calibration/ (calibration.yaml and the measurement files it names, see
+:mod:`simlab.hardware.calfit.sources`), fits every GPU (:mod:`simlab.hardware.calfit.fit`) and returns what
+``fitted.yaml`` holds; ``dump_fitted`` renders it. ``scripts/calibrate_hardware.py`` and ``scripts/make_profiles.py`` run it;
+the cost models read the written file (:mod:`simlab.hardware.calibration`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from simlab.hardware.calfit.fit import Calibrator
+from simlab.hardware.calfit.sources import load_spec
+
+FITTED_HEADER = ("# written by simlab scripts/calibrate_hardware.py from the measurements in this folder (calibration.yaml, "
+                 "SOURCES.md); do not edit: run python scripts/make_profiles.py\n")
+
+
+def calibrate(folder: Path) -> dict[str, Any]:
+    """Fit every GPU of ``folder``/calibration.yaml; the mapping fitted.yaml holds."""
+    return Calibrator(load_spec(Path(folder))).run()
+
+
+class _PlainDumper(yaml.SafeDumper):
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
+def dump_fitted(data: dict[str, Any]) -> str:
+    """fitted.yaml's text: the header line, then the mapping in its own key order."""
+    return FITTED_HEADER + yaml.dump(data, Dumper=_PlainDumper, sort_keys=False, default_flow_style=None,
+                                     width=120, allow_unicode=True)
+
+
+__all__ = ["calibrate", "dump_fitted", "FITTED_HEADER"]

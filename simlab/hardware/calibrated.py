@@ -1,0 +1,157 @@
+"""The calibrated roofline: the same parts as the plain roofline, priced with fitted, smooth efficiencies.
+
+Per GPU of a tensor-parallel group, a target forward over B decode tokens (padded to Bp) whose R requests hold C
+context tokens in total (docs/hardware.md, "Calibrated roofline"):
+
+    step = gemm(body, Bp) + gemm(LM head, Bp)                       weights read / FLOPs, joined by the knee
+         + Bp x elementwise bytes / (BW x elementwise_efficiency)   norms, rotary, activation, residual adds
+         + layers x 5 x kernel_launch_s                             4 elementwise kernels + attention, per layer
+         + C x knee(KV bytes / (BW x attention_efficiency), (B/R) x attention FLOPs / (peak x flop_efficiency))
+         + all-reduce(Bp) + step_overhead_s + request_overhead_s x R
+
+with ``gemm`` and ``knee`` from :mod:`simlab.hardware.knee`. Every term is non-decreasing in B and in C, smooth in
+B (no corner), never below the plain roofline's physics bounds (efficiencies are at most 1), and affine in C.
+Drafter forwards use the same parts (:class:`CalibratedDevice`), without the target's step overheads.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from simlab.hardware.buckets import Buckets
+from simlab.hardware.device import Device, RooflineParams, kv_heads_per_gpu
+from simlab.hardware.knee import gemm_array, gemm_s, knee, knee_array
+from simlab.hardware.roofline import RooflineCostModel
+from simlab.hardware.specs import BF16_BYTES, GpuSpec, ModelConfig
+
+ELEMENTWISE_KERNELS_PER_LAYER = 4  # norm, q/k-norm + rotary, add + norm, activation (drafters.LAYER_KERNELS - 5)
+ATTENTION_KERNELS_PER_LAYER = 1
+
+
+def elementwise_bytes_per_token(model: ModelConfig, tensor_parallel: int) -> float:
+    """Bytes one token's elementwise kernels move in one layer on one GPU: two fused add+norms (read x and the
+    residual, write both: 4h each), rotary on q and k (read and write), the gated activation (read gate and up,
+    write one), all bf16."""
+    tp = tensor_parallel
+    q_dim = model.num_heads * model.head_dim / tp
+    kv_dim = kv_heads_per_gpu(model, tp) * model.head_dim
+    return BF16_BYTES * (8 * model.hidden_size + 2 * (q_dim + kv_dim) + 3 * model.intermediate_size / tp)
+
+
+class CalibratedDevice(Device):
+    """A :class:`Device` that prices a forward's parts with the calibrated knee instead of one ``max``."""
+
+    def __init__(self, gpu: GpuSpec, tensor_parallel: int, params: RooflineParams) -> None:
+        super().__init__(gpu, tensor_parallel, params)
+        self.attn_bytes_per_s = gpu.hbm_bytes_per_s * float(params.attention_efficiency or params.bw_efficiency)
+        self.elem_bytes_per_s = gpu.hbm_bytes_per_s * float(params.elementwise_efficiency or params.bw_efficiency)
+        self.width = float(params.knee_width or 0.0)
+
+    def forward_parts_s(self, weight_bytes: float, kv_bytes: float, other_bytes: float, matmul_flops: float,
+                        attn_flops: float, tokens: float, num_allreduces: int, hidden_size: int,
+                        kernels: int) -> float:
+        fixed, per_token = self.allreduce_coefficients(num_allreduces, hidden_size)
+        cost = gemm_s(weight_bytes / self.bytes_per_s, matmul_flops / self.flop_per_s, tokens, self.width)
+        if kv_bytes > 0.0 or attn_flops > 0.0:
+            cost += knee(kv_bytes / self.attn_bytes_per_s, attn_flops / self.flop_per_s, self.width)
+        return (cost + other_bytes / self.elem_bytes_per_s + fixed + per_token * tokens
+                + kernels * self.params.kernel_launch_s)
+
+
+class CalibratedRooflineCostModel(RooflineCostModel):
+    """A :class:`RooflineCostModel` whose efficiencies and overheads come from a fit (see the module docstring)."""
+
+    device_class = CalibratedDevice
+
+    def __init__(self, gpu: GpuSpec, model: ModelConfig, *, tensor_parallel: int = 1,
+                 params: RooflineParams = RooflineParams(), buckets: Buckets = Buckets(None)) -> None:
+        super().__init__(gpu, model, tensor_parallel=tensor_parallel, params=params, buckets=buckets)
+        device: CalibratedDevice = self.device  # type: ignore[assignment]
+        tp = tensor_parallel
+        head_bytes = model.lm_head_params * BF16_BYTES / tp
+        self._body_weight_s = (self.weight_read_bytes - head_bytes) / device.bytes_per_s
+        self._head_weight_s = head_bytes / device.bytes_per_s
+        self._body_flop_token_s = 2.0 * model.body_matmul_params / tp / device.flop_per_s
+        self._head_flop_token_s = 2.0 * model.lm_head_params / tp / device.flop_per_s
+        self._elem_token_s = (model.num_layers * elementwise_bytes_per_token(model, tp) / device.elem_bytes_per_s)
+        kernels = model.num_layers * (ELEMENTWISE_KERNELS_PER_LAYER + ATTENTION_KERNELS_PER_LAYER)
+        self._fixed_s = self._ar_fixed_s + params.step_overhead_s + kernels * params.kernel_launch_s
+        self._kv_token_s = self.kv_bytes_per_token / device.attn_bytes_per_s
+        self._request_s = params.request_overhead_s
+        self._width = device.width
+
+    # ----------------------------------------------------------------------------------------- target forward
+    def _linear_s(self, tokens: float, head_tokens: float) -> float:
+        body = gemm_s(self._body_weight_s, self._body_flop_token_s * tokens, tokens, self._width)
+        head = gemm_s(self._head_weight_s, self._head_flop_token_s * head_tokens, head_tokens, self._width)
+        return body + head + (self._elem_token_s + self._ar_token_s) * tokens
+
+    def _attention_s(self, queries_per_request: float, context_tokens: float) -> float:
+        if context_tokens <= 0.0:
+            return 0.0
+        return context_tokens * knee(self._kv_token_s, self._attn_pair_s * queries_per_request, self._width)
+
+    def _verify_one(self, b: float, padded: float, c: float, requests: float) -> float:
+        return (self._linear_s(padded, padded) + self._attention_s(b / requests, c)
+                + self._fixed_s + self._request_s * requests)
+
+    def _verify_array(self, batch_tokens: Any, context_tokens: Any, num_requests: Any) -> np.ndarray:
+        b = np.asarray(batch_tokens, dtype=float)
+        c = np.asarray(context_tokens, dtype=float)
+        requests = np.maximum(np.asarray(num_requests, dtype=float), 1.0)
+        padded = self.buckets.pad_array(b)
+        linear = (gemm_array(self._body_weight_s, self._body_flop_token_s * padded, padded, self._width)
+                  + gemm_array(self._head_weight_s, self._head_flop_token_s * padded, padded, self._width)
+                  + (self._elem_token_s + self._ar_token_s) * padded)
+        attention = np.maximum(c, 0.0) * knee_array(self._kv_token_s, self._attn_pair_s * (b / requests), self._width)
+        cost = linear + attention + self._fixed_s + self._request_s * requests
+        return np.where(b > 0, cost, 0.0)
+
+    def step_s(self, decode_tokens: int, context_tokens: float, num_requests: int, prefill_tokens: int = 0,
+               prefill_attn_pairs: float = 0.0) -> float:
+        if prefill_tokens <= 0:
+            return self.verify_s(decode_tokens, context_tokens, num_requests)  # type: ignore[return-value]
+        d, c = float(decode_tokens), float(context_tokens)
+        requests = max(float(num_requests), 1.0) if d > 0 else 0.0
+        attention = self._attention_s(d / requests, c) if d > 0 else 0.0
+        # logits only for the decode tokens and, of a prefill chunk, its last token
+        head_tokens = d if d > 0 else 1.0
+        return (self._linear_s(d + prefill_tokens, head_tokens) + attention
+                + self._attn_pair_s * float(prefill_attn_pairs)
+                + self._fixed_s + self._request_s * (requests + 1.0))
+
+    # ----------------------------------------------------------------------------------------- provenance
+    def describe(self) -> dict[str, Any]:
+        """The plain roofline's description plus ``calibration``: which fit, on what, and its stated error."""
+        from simlab.errors import InputError
+        from simlab.hardware.calibration import calibration_entry, fitted_values
+
+        out = super().describe()
+        gpu, _, engine = self.params.calibration.partition("/")
+        entry = calibration_entry(self.gpu.name) or {}
+        error = dict(entry.get("error") or {})
+        if "excluded" in error:  # listed row by row in hw_profiles/calibration/fitted.yaml
+            error["excluded"] = len(error["excluded"])
+        calibration: dict[str, Any] = {"name": self.params.calibration, "engine": engine,
+                                       "fitted_on": entry.get("fitted_on")}
+        if entry.get("note"):
+            calibration["note"] = entry["note"]
+        try:
+            fitted = fitted_values(gpu, engine)
+        except InputError:
+            fitted = {}
+        overridden = sorted(k for k, v in fitted.items() if k != "calibration" and getattr(self.params, k) != v)
+        if overridden:
+            calibration["overridden"] = overridden
+            calibration["note"] = (calibration.get("note", "") + " The stated error is the fit's; parameters "
+                                   "given in the config replace fitted ones: " + ", ".join(overridden)).strip()
+        out["calibration"] = {**calibration, "error": error, "derived": entry.get("derived")}
+        return out
+
+    @property
+    def crossover_tokens(self) -> float:
+        """Batch tokens where the decoder layers' weight-read time equals their GEMM time at the saturated FLOP
+        rate (the corner the knee smooths; 0 context)."""
+        return self._body_weight_s / self._body_flop_token_s
