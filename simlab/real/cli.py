@@ -106,7 +106,7 @@ def generate(
     prompt_ids = tuple(loaded.tokenizer.encode_document(prompt))
     cost = None
     if policy.info.uses_cost:
-        from simlab.real.profile import profile_verify_cost
+        from simlab.real.profiler.verify_cost import profile_verify_cost
 
         cost = profile_verify_cost(loaded.target, max_num_seqs=1, max_batch_tokens=gamma + 1)
     config = EngineConfig(gamma=gamma, temperature=temperature, max_num_seqs=1,
@@ -145,7 +145,7 @@ def evaluate(
     loaded = _load(pair)
     cost = None
     if policy.info.uses_cost:
-        from simlab.real.profile import profile_verify_cost
+        from simlab.real.profiler.verify_cost import profile_verify_cost
 
         cost = profile_verify_cost(loaded.target, max_num_seqs=max_num_seqs,
                                    max_batch_tokens=max_num_seqs * (gamma + 1))
