@@ -108,7 +108,7 @@ def _mount_subcommands() -> None:
     from simlab.audit.cli import audit_command
     from simlab.hardware.cli import profiles_app
     from simlab.real.cli import real_app
-    from simlab.real.profile_cli import profile_command
+    from simlab.real.profiler.cli import profile_command
     from simlab.workload.cli import traces_app
 
     app.command("audit")(audit_command)

@@ -22,8 +22,7 @@ import torch
 
 from simlab.real.config import DrafterConfig
 from simlab.real.drafter import Drafter
-from simlab.real.hf_checkpoint import load_hf_checkpoint, save_hf_checkpoint
-from simlab.real.safetensors_io import iter_tensors, save_file
+from simlab.real.hf_checkpoint import iter_tensors, load_hf_checkpoint, save_hf_checkpoint, save_tensors
 from simlab.real.target import TargetModel
 from simlab.real.tokenizer import ByteTokenizer
 
@@ -59,7 +58,7 @@ def save_pair(folder: str | Path, target: TargetModel, drafter: Drafter, *, dtyp
     (folder / "drafter").mkdir(parents=True, exist_ok=True)
     (folder / "drafter" / "config.json").write_text(json.dumps(drafter.config.to_dict(), indent=2))
     tensors = {name: p.detach().to(dtype) for name, p in drafter.state_dict().items()}
-    save_file(folder / "drafter" / "model.safetensors", tensors, {"format": "pt"})
+    save_tensors(folder / "drafter" / "model.safetensors", tensors)
     if metrics is not None:
         (folder / "metrics.json").write_text(json.dumps(metrics, indent=2))
     return folder

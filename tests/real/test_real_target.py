@@ -130,11 +130,14 @@ def test_hf_checkpoint_round_trip(tmp_path, tied, max_shard_bytes):
 
 
 def test_hf_names_and_errors(tmp_path):
-    from simlab.real.safetensors_io import read_header, save_file
+    from safetensors import safe_open
+    from safetensors.torch import save_file
 
     model = _model(torch.float32)
     folder = save_hf_checkpoint(model, tmp_path / "ckpt", dtype=torch.bfloat16)
-    names = {n for n in read_header(folder / "model.safetensors")[0] if n != "__metadata__"}
+    with safe_open(str(folder / "model.safetensors"), framework="pt") as written:
+        names = set(written.keys())
+        assert written.metadata() == {"format": "pt"}
     assert "model.layers.1.self_attn.q_norm.weight" in names and "model.embed_tokens.weight" in names
     assert "lm_head.weight" not in names  # tied
     assert load_hf_checkpoint(folder).dtype == torch.bfloat16
@@ -143,7 +146,7 @@ def test_hf_names_and_errors(tmp_path):
     broken = tmp_path / "broken"
     broken.mkdir()
     (broken / "config.json").write_text((folder / "config.json").read_text())
-    save_file(broken / "model.safetensors", tensors)
+    save_file(tensors, str(broken / "model.safetensors"))
     with pytest.raises(ValueError, match="shape"):
         load_hf_checkpoint(broken)
     config = json.loads((folder / "config.json").read_text())
