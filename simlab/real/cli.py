@@ -99,7 +99,8 @@ def generate(
 ) -> None:
     """Generate from a prompt with speculative decoding and print the text, tau and tokens/s."""
     _prepare_torch(threads)
-    from simlab.real.engine import EngineConfig, Request, SpeculativeEngine
+    from simlab.config import EngineConfig
+    from simlab.real.engine import DecodingConfig, Request, SpeculativeEngine
 
     policy = _scheduler(scheduler, threshold, lag_steps)
     loaded = _load(pair)
@@ -109,10 +110,9 @@ def generate(
         from simlab.real.profiler.verify_cost import profile_verify_cost
 
         cost = profile_verify_cost(loaded.target, max_num_seqs=1, max_batch_tokens=gamma + 1)
-    config = EngineConfig(gamma=gamma, temperature=temperature, max_num_seqs=1,
-                          max_seq_len=len(prompt_ids) + max_new_tokens + 1, seed=seed,
-                          eos_token_id=loaded.tokenizer.eos_id)
-    result = SpeculativeEngine(loaded.target, loaded.drafter if gamma else None, policy, config, cost).run(
+    decoding = DecodingConfig(gamma=gamma, temperature=temperature, seed=seed, eos_token_id=loaded.tokenizer.eos_id)
+    limits = EngineConfig(max_num_seqs=1)
+    result = SpeculativeEngine(loaded.target, loaded.drafter if gamma else None, policy, decoding, limits, cost).run(
         [Request(id=0, prompt_ids=prompt_ids, max_new_tokens=max_new_tokens)])
     typer.echo(prompt + loaded.tokenizer.decode(result.outputs[0]))
     typer.echo(f"--- {len(result.outputs[0])} tokens, tau {result.tau:.2f}, {result.output_tokens_per_s:.0f} tok/s",
@@ -138,7 +138,8 @@ def evaluate(
     """Measure tau (bonus included) on held-out stdlib prompts; optionally write the engine's records."""
     _prepare_torch(threads)
     from simlab.real.corpus import load_corpus
-    from simlab.real.engine import EngineConfig, SpeculativeEngine
+    from simlab.config import EngineConfig
+    from simlab.real.engine import DecodingConfig, SpeculativeEngine
     from simlab.real.evaluate import heldout_requests
 
     policy = _scheduler(scheduler, threshold, lag_steps)
@@ -152,9 +153,10 @@ def evaluate(
     corpus = load_corpus()
     requests = heldout_requests(corpus.validation, num_prompts=num_prompts, prompt_len=prompt_len,
                                 max_new_tokens=max_new_tokens, seed=seed)
-    config = EngineConfig(gamma=gamma, temperature=temperature, max_num_seqs=max_num_seqs,
-                          max_seq_len=prompt_len + max_new_tokens + 1, seed=seed, arm=f"{scheduler}-g{gamma}")
-    result = SpeculativeEngine(loaded.target, loaded.drafter if gamma else None, policy, config, cost).run(requests)
+    decoding = DecodingConfig(gamma=gamma, temperature=temperature, seed=seed, arm=f"{scheduler}-g{gamma}")
+    limits = EngineConfig(max_num_seqs=max_num_seqs)
+    result = SpeculativeEngine(loaded.target, loaded.drafter if gamma else None, policy, decoding, limits,
+                               cost).run(requests)
     summary = {
         "tau": result.tau, "standard_error": result.tau_standard_error, "num_rounds": result.num_rounds,
         "per_position_acceptance": [round(float(x), 4) for x in result.per_position_acceptance()],

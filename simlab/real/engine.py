@@ -16,6 +16,7 @@ arrived; a finished request frees its slot (continuous batching).
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections import deque
 from dataclasses import dataclass, field
@@ -25,6 +26,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from simlab.config.scenario import EngineConfig
 from simlab.real import streams
 from simlab.real.drafter import Drafter, DraftSample
 from simlab.real.generate import pad_batch
@@ -48,21 +50,19 @@ class Request:
 
 
 @dataclass(frozen=True)
-class EngineConfig:
-    """gamma: drafted positions per round (0: plain decoding); temperature: 0 for greedy, else the sampling
-    temperature of target and drafter; max_num_seqs: concurrent requests (cache slots); max_seq_len: prompt +
-    output tokens per slot; max_num_batched_tokens: cap on a step's target tokens (None: none); seed: of the
-    keyed random streams; eos_token_id: stop a request when emitted (None: run to max_new_tokens); arm: the
-    records' arm name."""
+class DecodingConfig:
+    """How the real engine decodes (the engine's limits are the simulator's
+    :class:`simlab.config.EngineConfig`): gamma: drafted positions per round (0: plain decoding); temperature: 0
+    for greedy, else the sampling temperature of target and drafter; seed: of the keyed random streams;
+    eos_token_id: stop a request when emitted (None: run to max_new_tokens); arm: the records' arm name;
+    max_seq_len: prompt + output tokens per cache slot (None: the longest request's)."""
 
     gamma: int = 7
     temperature: float = 0.0
-    max_num_seqs: int = 8
-    max_seq_len: int = 2048
-    max_num_batched_tokens: int | None = None
     seed: int = 0
     eos_token_id: int | None = None
     arm: str = "real"
+    max_seq_len: int | None = None
 
 
 @dataclass
@@ -145,20 +145,25 @@ class SpeculativeEngine:
     """Serve requests with ``target`` verifying ``drafter``'s blocks (``drafter=None``: plain decoding, one
     token per step). ``scheduler`` is a :func:`simlab.schedulers.make_scheduler` policy (default ``fixed``);
     policies that read costs need ``verify_cost``: seconds of a target step of B batch tokens (array in,
-    array out, as :class:`simlab.schedulers.ScheduleInputs.verify_s`)."""
+    array out, as :class:`simlab.schedulers.ScheduleInputs.verify_s`). ``limits`` are the engine limits of a
+    scenario (one replica): ``max_num_seqs`` and ``max_batch_tokens``."""
 
     def __init__(
         self,
         target: TargetModel,
         drafter: Drafter | None = None,
         scheduler: Scheduler | None = None,
-        config: EngineConfig = EngineConfig(),
+        decoding: DecodingConfig = DecodingConfig(),
+        limits: EngineConfig | None = None,
         verify_cost: VerifyCost | None = None,
     ) -> None:
         self.target = target
         self.drafter = drafter
         self.scheduler = scheduler or make_scheduler("fixed")
-        self.config = config
+        self.config = config = decoding
+        self.limits = limits = limits if limits is not None else EngineConfig()
+        if limits.replicas != 1:
+            raise ValueError(f"the real engine serves one replica, not engine.replicas = {limits.replicas}")
         self.verify_cost = verify_cost
         info = self.scheduler.info
         if info.uses_truth:
@@ -169,26 +174,28 @@ class SpeculativeEngine:
         if drafter is not None and needs_conf and drafter.confidence_head is None:
             raise ValueError(f"scheduler {self.scheduler.kind!r} reads confidences; the drafter has no confidence head")
         if config.gamma < 0 or (drafter is None and config.gamma):
-            config = EngineConfig(**{**config.__dict__, "gamma": 0})
-            self.config = config
+            config = self.config = dataclasses.replace(config, gamma=0)
         self.gamma = config.gamma
-        self.target_cache = target.new_cache(config.max_num_seqs, config.max_seq_len)
-        self.draft_cache = drafter.new_context_cache(config.max_num_seqs, config.max_seq_len) if drafter else None
         self.hidden_layer_ids = drafter.target_layer_ids if drafter else ()
+        self.max_seq_len = 0
+        self.target_cache = self.draft_cache = None
 
     # ------------------------------------------------------------------------------------------- run
     @torch.inference_mode()
     def run(self, requests: Sequence[Request]) -> EngineResult:
         """Serve ``requests`` to completion and return outputs and records."""
         cfg = self.config
+        max_seq_len = cfg.max_seq_len or max((len(r.prompt_ids) + r.max_new_tokens for r in requests), default=1)
         for r in requests:
-            if len(r.prompt_ids) == 0 or len(r.prompt_ids) >= cfg.max_seq_len:
+            if len(r.prompt_ids) == 0 or len(r.prompt_ids) >= max_seq_len:
                 raise ValueError(f"request {r.id}: prompt of {len(r.prompt_ids)} tokens must be in [1, max_seq_len)")
             if r.max_new_tokens < 1:
                 raise ValueError(f"request {r.id}: max_new_tokens must be >= 1")
+        num_slots = max(1, min(self.limits.max_num_seqs, len(requests)))
+        self._allocate(num_slots, max_seq_len)
         book = RecordBook(arm=cfg.arm, gamma=self.gamma)
         waiting = deque(sorted(requests, key=lambda r: (r.arrival_s, r.id)))
-        free_slots = list(range(cfg.max_num_seqs))
+        free_slots = list(range(num_slots))
         running: list[_Running] = []
         outputs: dict[int, list[int]] = {}
         start = time.perf_counter()
@@ -198,7 +205,7 @@ class SpeculativeEngine:
 
         while waiting or running:
             admitted: list[Request] = []
-            budget = cfg.max_num_batched_tokens
+            budget = self.limits.max_batch_tokens
             while waiting and len(admitted) < len(free_slots) and waiting[0].arrival_s <= now():
                 need = len(waiting[0].prompt_ids)
                 if admitted and budget is not None and need + sum(len(a.prompt_ids) for a in admitted) > budget:
@@ -229,6 +236,16 @@ class SpeculativeEngine:
         wall_s = now()
         frames = book.frames()
         return EngineResult(outputs, *frames, wall_s=wall_s)
+
+    def _allocate(self, num_slots: int, max_seq_len: int) -> None:
+        """KV caches of ``num_slots`` slots of ``max_seq_len`` tokens (kept while a run fits in them)."""
+        cache = self.target_cache
+        if cache is not None and cache.max_num_seqs >= num_slots and self.max_seq_len >= max_seq_len:
+            return
+        self.max_seq_len = max_seq_len
+        self.target_cache = self.target.new_cache(num_slots, max_seq_len)
+        if self.drafter is not None:
+            self.draft_cache = self.drafter.new_context_cache(num_slots, max_seq_len)
 
     def _finished(self, state: _Running) -> bool:
         eos = self.config.eos_token_id
@@ -278,7 +295,7 @@ class SpeculativeEngine:
             for row, state in enumerate(running):  # requests younger than the lag contribute nothing
                 if len(state.history) >= lag:
                     lagged_conf[0, row], lagged_max_len[0, row] = state.history[-lag]
-        budget = self.config.max_num_batched_tokens
+        budget = self.limits.max_batch_tokens
         inputs = ScheduleInputs(
             conf=confidence[None], max_len=max_len[None],
             verify_s=self.verify_cost if self.verify_cost is not None else _no_cost,
@@ -305,9 +322,9 @@ class SpeculativeEngine:
         anchors = torch.tensor([s.tokens[-1] for s in running], dtype=torch.long, device=device)
         context = self.target_cache.lengths[slot_ids].clone()
         remaining = np.array([s.request.max_new_tokens - len(s.tokens) for s in running])
-        room = cfg.max_seq_len - context.cpu().numpy() - 1
+        room = self.max_seq_len - context.cpu().numpy() - 1
         if (room < 0).any():
-            raise ValueError("a request outgrew max_seq_len; raise EngineConfig.max_seq_len")
+            raise ValueError("a request outgrew max_seq_len; raise DecodingConfig.max_seq_len")
         max_len = np.clip(np.minimum(remaining - 1, room), 0, gamma).astype(np.int64)
 
         sample: DraftSample | None = None
@@ -375,4 +392,4 @@ def _no_cost(batch_tokens: np.ndarray) -> np.ndarray:
     return np.ones_like(batch_tokens, dtype=float)
 
 
-__all__ = ["EngineConfig", "EngineResult", "Request", "SpeculativeEngine", "VerifyCost"]
+__all__ = ["DecodingConfig", "EngineResult", "Request", "SpeculativeEngine", "VerifyCost"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 
 import numpy as np
@@ -11,7 +12,8 @@ import pytest
 torch = pytest.importorskip("torch")
 from scipy import stats  # noqa: E402
 
-from simlab.real.engine import EngineConfig, Request, SpeculativeEngine  # noqa: E402
+from simlab.config import EngineConfig  # noqa: E402
+from simlab.real.engine import DecodingConfig, Request, SpeculativeEngine  # noqa: E402
 from simlab.real.generate import plain_generate  # noqa: E402
 from simlab.real.records import REQUEST_COLUMNS, STEP_COLUMNS  # noqa: E402
 from simlab.schedulers import make_scheduler  # noqa: E402
@@ -51,7 +53,8 @@ def test_greedy_engine_output_is_the_targets_greedy_output(pair64, kind, params)
     requests = _requests()
     reference = plain_generate(target, [r.prompt_ids for r in requests], [r.max_new_tokens for r in requests])
     engine = SpeculativeEngine(target, drafter, make_scheduler(kind, **params),
-                               EngineConfig(gamma=4, max_num_seqs=3, max_seq_len=48), verify_cost=step_cost)
+                               DecodingConfig(gamma=4, max_seq_len=48), EngineConfig(max_num_seqs=3),
+                               verify_cost=step_cost)
     result = engine.run(requests)
     for request, expected in zip(requests, reference):
         assert result.outputs[request.id] == expected
@@ -68,8 +71,9 @@ def test_greedy_equality_for_both_layouts_and_plain_decoding(layout):
                                  else {"markov_rank": 0, "confidence_head": False})
     requests = _requests(seed=1, num=4)
     reference = plain_generate(target, [r.prompt_ids for r in requests], [r.max_new_tokens for r in requests])
-    for engine in (SpeculativeEngine(target, drafter, config=EngineConfig(gamma=6, max_num_seqs=4, max_seq_len=48)),
-                   SpeculativeEngine(target, None, config=EngineConfig(gamma=6, max_num_seqs=2, max_seq_len=48))):
+    decoding = DecodingConfig(gamma=6)
+    for engine in (SpeculativeEngine(target, drafter, decoding=decoding, limits=EngineConfig(max_num_seqs=4)),
+                   SpeculativeEngine(target, None, decoding=decoding, limits=EngineConfig(max_num_seqs=2))):
         result = engine.run(requests)
         assert [result.outputs[r.id] for r in requests] == reference
 
@@ -79,7 +83,7 @@ def test_eos_stops_a_request(pair64):
     requests = _requests(seed=2, num=3)
     reference = plain_generate(target, [r.prompt_ids for r in requests], [r.max_new_tokens for r in requests])
     eos = reference[0][min(4, len(reference[0]) - 1)]
-    result = SpeculativeEngine(target, drafter, config=EngineConfig(gamma=4, eos_token_id=eos, max_seq_len=48)).run(
+    result = SpeculativeEngine(target, drafter, decoding=DecodingConfig(gamma=4, eos_token_id=eos)).run(
         requests)
     for request, expected in zip(requests, reference):
         cut = expected[: expected.index(eos) + 1] if eos in expected else expected
@@ -91,7 +95,8 @@ def test_records(pair64, tmp_path):
     requests = [Request(r.id, r.prompt_ids, r.max_new_tokens, arrival_s=0.01 * i, domain="code")
                 for i, r in enumerate(_requests(seed=3))]
     engine = SpeculativeEngine(target, drafter, make_scheduler("hardware_aware"),
-                               EngineConfig(gamma=4, max_num_seqs=2, max_seq_len=48, arm="hw"), verify_cost=step_cost)
+                               DecodingConfig(gamma=4, arm="hw"), EngineConfig(max_num_seqs=2),
+                               verify_cost=step_cost)
     result = engine.run(requests)
     assert list(result.requests.columns) == list(REQUEST_COLUMNS)
     assert list(result.steps.columns) == list(STEP_COLUMNS)
@@ -135,7 +140,7 @@ def test_token_budget_caps_batch_tokens(pair64):
     target, drafter = pair64
     budget = 9
     result = SpeculativeEngine(target, drafter, make_scheduler("fixed"),
-                               EngineConfig(gamma=4, max_num_seqs=4, max_seq_len=48, max_num_batched_tokens=budget)
+                               DecodingConfig(gamma=4), EngineConfig(max_num_seqs=4, max_batch_tokens=budget)
                                ).run(_requests(seed=4, num=4))
     decode = result.steps[result.steps["kind"] == "decode"]
     assert (decode["batch_tokens"] <= budget).all() and (decode["batch_tokens"] == budget).any()
@@ -144,12 +149,14 @@ def test_token_budget_caps_batch_tokens(pair64):
 def test_sampled_outputs_do_not_depend_on_the_batch():
     target, drafter = build_pair(8, logit_scale=3.0)
     requests = _requests(seed=5, num=4)
-    config = EngineConfig(gamma=4, temperature=1.0, max_num_seqs=4, max_seq_len=48, seed=3)
-    together = SpeculativeEngine(target, drafter, config=config).run(requests).outputs
+    config = DecodingConfig(gamma=4, temperature=1.0, seed=3)
+    limits = EngineConfig(max_num_seqs=4)
+    together = SpeculativeEngine(target, drafter, decoding=config, limits=limits).run(requests).outputs
     for request in requests:
-        alone = SpeculativeEngine(target, drafter, config=config).run([request]).outputs
+        alone = SpeculativeEngine(target, drafter, decoding=config, limits=limits).run([request]).outputs
         assert alone[request.id] == together[request.id]
-    other_seed = SpeculativeEngine(target, drafter, config=EngineConfig(**{**config.__dict__, "seed": 4})).run(requests)
+    other_seed = SpeculativeEngine(target, drafter, decoding=dataclasses.replace(config, seed=4), limits=limits).run(
+        requests)
     assert other_seed.outputs != together
 
 
@@ -183,8 +190,9 @@ def test_sampled_engine_output_follows_the_target_distribution():
         joint[a, b, c, :] = p1[a] * probs[index, 2, b] * probs[index, 3, c] * probs[index, 4]
     assert joint.sum() == pytest.approx(1.0)
     requests = [Request(id=i, prompt_ids=prompt, max_new_tokens=num_new) for i in range(num_requests)]
-    result = SpeculativeEngine(target, drafter, config=EngineConfig(
-        gamma=3, temperature=1.0, max_num_seqs=num_requests, max_seq_len=8, seed=11)).run(requests)
+    result = SpeculativeEngine(target, drafter, decoding=DecodingConfig(gamma=3, temperature=1.0, seed=11),
+                               limits=EngineConfig(max_num_seqs=num_requests, max_batch_tokens=8 * num_requests)
+                               ).run(requests)
     outputs = np.array([result.outputs[i] for i in range(num_requests)])
     rounds = result.request_steps
     assert 0 < rounds["accepted_len"].sum() < rounds["verify_len"].sum()  # both acceptances and rejections
@@ -206,7 +214,7 @@ def test_engine_errors(pair64):
     _, no_head = build_pair(0, drafter_changes={"markov_rank": 0, "confidence_head": False})
     with pytest.raises(ValueError, match="confidence head"):
         SpeculativeEngine(target, no_head, make_scheduler("threshold", threshold=0.5))
-    engine = SpeculativeEngine(target, drafter, config=EngineConfig(max_seq_len=8))
+    engine = SpeculativeEngine(target, drafter, decoding=DecodingConfig(max_seq_len=8))
     with pytest.raises(ValueError, match="prompt"):
         engine.run([Request(id=0, prompt_ids=tuple(range(8)), max_new_tokens=2)])
 
@@ -214,8 +222,8 @@ def test_engine_errors(pair64):
 def test_plain_engine_samples_like_plain_generation(pair64):
     target, _ = pair64
     requests = _requests(seed=6, num=3)
-    config = EngineConfig(gamma=0, temperature=0.8, max_num_seqs=2, max_seq_len=48, seed=5)
-    result = SpeculativeEngine(target, None, config=config).run(requests)
+    config = DecodingConfig(gamma=0, temperature=0.8, seed=5)
+    result = SpeculativeEngine(target, None, decoding=config, limits=EngineConfig(max_num_seqs=2)).run(requests)
     reference = plain_generate(target, [r.prompt_ids for r in requests], [r.max_new_tokens for r in requests],
                                temperature=0.8, seed=5, request_ids=[r.id for r in requests])
     assert [result.outputs[r.id] for r in requests] == reference

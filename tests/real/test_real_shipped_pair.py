@@ -14,7 +14,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from simlab.real.corpus import load_corpus  # noqa: E402
-from simlab.real.engine import EngineConfig, Request, SpeculativeEngine  # noqa: E402
+from simlab.real.engine import DecodingConfig, Request, SpeculativeEngine  # noqa: E402
 from simlab.real.evaluate import measure_tau  # noqa: E402
 from simlab.real.generate import plain_generate  # noqa: E402
 from simlab.real.pair import default_pair_dir, load_pair  # noqa: E402
@@ -115,7 +115,7 @@ def test_shipped_pair_is_lossless_at_temperature_zero(heldout):
     prompts = [tuple(int(t) for t in heldout[s: s + n]) for s, n in ((1000, 40), (52_000, 17), (90_000, 64))]
     budgets = [60, 45, 30]
     reference = plain_generate(pair64.target, prompts, budgets)
-    engine = SpeculativeEngine(pair64.target, pair64.drafter, config=EngineConfig(gamma=7, max_seq_len=160))
+    engine = SpeculativeEngine(pair64.target, pair64.drafter, decoding=DecodingConfig(gamma=7, max_seq_len=160))
     requests = [Request(id=i, prompt_ids=p, max_new_tokens=b) for i, (p, b) in enumerate(zip(prompts, budgets))]
     result = engine.run(requests)
     assert [result.outputs[i] for i in range(3)] == reference
