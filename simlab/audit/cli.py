@@ -13,18 +13,19 @@ from typing import Annotated, Optional, Sequence
 
 import typer
 
-from simlab.audit.enumeration import AuditResult, run_audit
-from simlab.audit.problem import load_audit
-from simlab.audit.report import audit_json, check_out_folder, print_report, write_json_atomic
 from simlab.errors import InputError
 
 
 def audit_command(
     audit_file: Annotated[Path, typer.Argument(help="The audit file (YAML); see docs/audit.md.")],
     out: Annotated[Optional[Path], typer.Option("--out", help="Also write the distributions and TVs as JSON.")] = None,
-) -> AuditResult:
+):
     """Enumerate speculative decoding exactly under each scheduler of AUDIT_FILE and report the total-variation
     distance of the first N output tokens from the target chain (0 exactly means lossless)."""
+    from simlab.audit.enumeration import run_audit
+    from simlab.audit.problem import load_audit
+    from simlab.audit.report import audit_json, check_out_folder, print_report, write_json_atomic
+
     if out is not None:
         check_out_folder(out)
     result = run_audit(load_audit(audit_file))
