@@ -99,7 +99,7 @@ def _simulate_one(built: Built, index: int, progress: Optional[Callable[[int], N
     result = simulate_arm(built.workload, built.cost, sc.engine, prepared.policy, built.kv_capacity, progress)
     metrics = summarise(result, requests.prompt_tokens, requests.output_tokens, prepared.arm.draft_len, sc.slo)
     scheduler = prepared.policy.scheduler
-    metrics["realisable"] = not (scheduler is not None and scheduler.info.uses_truth)
+    metrics["realisable"] = scheduler is None or scheduler.entry.realisable
     metrics["lossless"] = scheduler.lossless if scheduler is not None else True
     if prepared.confidence is not None:
         metrics["confidence"] = prepared.confidence

@@ -174,7 +174,7 @@ def _schedule(policy: ArmPolicy, draws, active, max_len, context, lagged) -> np.
         conf=draws["conf"],
         max_len=max_len,
         verify_s=lambda batch_tokens: cost.verify_s(batch_tokens, ctx, requests),
-        draft_s=policy.draft_s(batch, context.astype(float)) if policy.scheduler.info.uses_draft_cost else 0.0,
+        draft_s=policy.draft_s(batch, context.astype(float)) if policy.scheduler.entry.reads_draft_cost else 0.0,
         token_budget=np.maximum(policy.max_batch_tokens - anchors, 0),
         lagged_conf=lagged,
         lagged_max_len=max_len if lagged is not None else None,
