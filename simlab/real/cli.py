@@ -59,6 +59,10 @@ def _scheduler(kind: str, threshold: Optional[float], lag_steps: Optional[int]):
         _fail(f"{option} {problem['input']}: {problem['msg'].lower()}")
 
 
+def _command_line() -> str:
+    return " ".join(["simlab", *map(shlex.quote, sys.argv[1:])])
+
+
 def _load(pair_dir: Optional[Path]):
     from simlab.real.pair import load_pair
 
@@ -119,7 +123,8 @@ def generate(
         cost = profile_verify_cost(loaded.target, max_num_seqs=1, max_batch_tokens=gamma + 1)
     decoding = DecodingConfig(gamma=gamma, temperature=temperature, seed=seed, eos_token_id=loaded.tokenizer.eos_id)
     limits = EngineConfig(max_num_seqs=1)
-    result = SpeculativeEngine(loaded.target, loaded.drafter if gamma else None, policy, decoding, limits, cost).run(
+    result = SpeculativeEngine(loaded.target, loaded.drafter if gamma else None, policy, decoding, limits, cost,
+                               prior_conf=loaded.prior_confidence(temperature, gamma)).run(
         [Request(id=0, prompt_ids=prompt_ids, max_new_tokens=max_new_tokens)])
     typer.echo(prompt + loaded.tokenizer.decode(result.outputs[0]))
     typer.echo(f"--- {len(result.outputs[0])} tokens, tau {result.tau:.2f}, {result.output_tokens_per_s:.0f} tok/s",
@@ -139,10 +144,14 @@ def evaluate(
     lag_steps: Optional[int] = typer.Option(None, min=0),
     seed: int = typer.Option(0),
     pair: Optional[Path] = typer.Option(None, help="Pair folder (default: the shipped pair)."),
-    out: Optional[Path] = typer.Option(None, help="Write requests.csv, steps.csv, request_steps.csv here."),
+    out: Optional[Path] = typer.Option(None, help="Write a results folder here (as `simlab run`, plus rounds.csv.gz)."),
     threads: Optional[int] = typer.Option(None, min=1),
 ) -> None:
-    """Measure tau (bonus included) on held-out stdlib prompts; optionally write the engine's records."""
+    """Measure tau (bonus included) on held-out stdlib prompts; optionally write the run's results folder."""
+    if out is not None:
+        from simlab.outputs import check_out_dir
+
+        check_out_dir(out, kind="run")
     _prepare_torch(threads)
     from simlab.real.corpus import load_corpus
     from simlab.config import EngineConfig
@@ -163,17 +172,21 @@ def evaluate(
     decoding = DecodingConfig(gamma=gamma, temperature=temperature, seed=seed, arm=f"{scheduler}-g{gamma}")
     limits = EngineConfig(max_num_seqs=max_num_seqs)
     result = SpeculativeEngine(loaded.target, loaded.drafter if gamma else None, policy, decoding, limits,
-                               cost).run(requests)
+                               cost, prior_conf=loaded.prior_confidence(temperature, gamma)).run(requests)
+    decode = result.steps[result.steps["decode_requests"] > 0]
     summary = {
         "tau": result.tau, "standard_error": result.tau_standard_error, "num_rounds": result.num_rounds,
         "per_position_acceptance": [round(float(x), 4) for x in result.per_position_acceptance()],
-        "mean_verify_tokens_per_step": float(result.steps.loc[result.steps.kind == "decode", "verify_tokens"].mean()),
+        "mean_verify_tokens_per_step": float(decode["verify_tokens"].mean()),
         "output_tokens_per_s": result.output_tokens_per_s, "wall_s": result.wall_s,
     }
     typer.echo(json.dumps(summary, indent=2))
     if out is not None:
-        result.write(out)
-        typer.echo(f"wrote {out}/requests.csv, steps.csv, request_steps.csv", err=True)
+        settings = {"gamma": gamma, "temperature": temperature, "num_prompts": num_prompts, "prompt_len": prompt_len,
+                    "max_new_tokens": max_new_tokens, "max_num_seqs": max_num_seqs, "scheduler": policy.kind,
+                    "seed": seed, "pair": str(pair) if pair else "shipped"}
+        result.write(out, scenario={"name": "real-eval", "real": settings}, command=_command_line())
+        typer.echo(f"wrote {out}/ (summary.json, requests.csv, steps.csv.gz, rounds.csv.gz)", err=True)
 
 
 @real_app.command()

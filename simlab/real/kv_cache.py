@@ -24,6 +24,9 @@ class CacheBatch:
     write_positions: [B, Q] cache index each token writes to (padding goes to the scratch position).
     mask:            [B, 1, Q, T] True where query i of row b may attend to cached position j (causal).
     num_context:     T, the cached positions read by this forward (max over rows of start + query length).
+    token_index:     [N] where the N real tokens sit in the flattened [B * Q] batch, or None when no row is
+                     padded. The model then runs everything but attention on the N real tokens only (a packed,
+                     "varlen" batch, as serving engines run ragged batches), so padding costs no compute there.
     """
 
     slot_ids: torch.Tensor
@@ -33,11 +36,32 @@ class CacheBatch:
     write_positions: torch.Tensor
     mask: torch.Tensor
     num_context: int
+    token_index: torch.Tensor | None = None
 
     @property
     def end(self) -> torch.Tensor:
         """[B] cached tokens of each row after this forward."""
         return self.start + self.query_lengths
+
+    def pack(self, x: torch.Tensor) -> torch.Tensor:
+        """[B, Q, ...] -> [1, N, ...]: the real tokens in row-major order (``token_index`` must be set)."""
+        b, q = x.shape[:2]
+        return x.reshape(b * q, *x.shape[2:])[self.token_index][None]
+
+    def unpack(self, x: torch.Tensor) -> torch.Tensor:
+        """[1, N, ...] -> [B, Q, ...] with zeros at the padding."""
+        b, q = self.positions.shape
+        out = x.new_zeros((b * q, *x.shape[2:]))
+        out[self.token_index] = x[0]
+        return out.reshape(b, q, *x.shape[2:])
+
+    def pack_heads(self, x: torch.Tensor) -> torch.Tensor:
+        """[B, H, Q, D] -> [1, H, N, D]."""
+        return self.pack(x.transpose(1, 2)).transpose(1, 2)
+
+    def unpack_heads(self, x: torch.Tensor) -> torch.Tensor:
+        """[1, H, N, D] -> [B, H, Q, D] with zeros at the padding."""
+        return self.unpack(x.transpose(1, 2)).transpose(1, 2)
 
 
 class StaticKVCache:
@@ -88,9 +112,11 @@ class StaticKVCache:
         num_context = int(end.max()) if slot_ids.numel() else 0
         # padded queries see up to their own (nominal) position too: never an empty row, so never NaN
         mask = torch.arange(num_context, device=device)[None, None, :] <= positions[:, :, None]
+        padded = slot_ids.numel() and int(query_lengths.sum()) < slot_ids.numel() * num_query
+        token_index = torch.nonzero(valid.reshape(-1)).reshape(-1) if padded else None
         return CacheBatch(
             slot_ids=slot_ids, start=start, query_lengths=query_lengths, positions=positions,
-            write_positions=write_positions, mask=mask[:, None], num_context=num_context,
+            write_positions=write_positions, mask=mask[:, None], num_context=num_context, token_index=token_index,
         )
 
     def write(self, layer: int, batch: CacheBatch, key: torch.Tensor, value: torch.Tensor) -> None:

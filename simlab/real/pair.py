@@ -38,6 +38,17 @@ class Pair:
     tokenizer: ByteTokenizer
     metrics: dict
 
+    def prior_confidence(self, temperature: float, gamma: int) -> list[float]:
+        """The confidence head's mean c_1..c_gamma that the pair's measurement recorded at the temperature nearest
+        ``temperature`` (the last position repeated beyond what was measured; 0.5 where nothing was): what a
+        lagged scheduler reads for a request younger than its lag."""
+        recorded = {float(t): v.get("mean_confidence") for t, v in (self.metrics.get("tau") or {}).items()}
+        recorded = {t: v for t, v in recorded.items() if v}
+        if not recorded:
+            return [0.5] * gamma
+        values = recorded[min(recorded, key=lambda t: abs(t - temperature))]
+        return [float(values[min(k, len(values) - 1)]) for k in range(gamma)]
+
 
 def default_pair_dir() -> Path:
     """Where the shipped pair is: $SIMLAB_REAL_PAIR, else the installed copy, else the repository's real_pair/."""

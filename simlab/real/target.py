@@ -124,8 +124,13 @@ class TargetModel(nn.Module):
         """The decoder layers over embeddings ``x`` [B, Q, hidden]: the last layer's output and the stacked outputs
         of ``hidden_layer_ids`` [B, Q, m, hidden] (None when empty). With a cache plan ``batch``, keys/values are
         written to ``cache`` and each row attends to its slot's context (the lengths are not committed); without,
-        plain causal attention."""
+        plain causal attention. A plan with padded rows (``batch.token_index``) runs packed: projections, norms
+        and MLPs over the real tokens only, attention per row; the outputs are zero at the padding."""
         wanted = {int(layer_id): i for i, layer_id in enumerate(hidden_layer_ids)}
+        packed = batch is not None and batch.token_index is not None
+        if packed:
+            x = batch.pack(x)
+            cos, sin = (batch.pack(c[:, 0])[:, None] for c in (cos, sin))
         collected: list[torch.Tensor] = [x] * len(wanted)
         for index, layer in enumerate(self.layers):
             attn = layer.self_attn
@@ -133,16 +138,24 @@ class TargetModel(nn.Module):
             query = attn.query(h, cos, sin)
             key, value = attn.key_value(h, cos, sin)
             if batch is not None:
+                if packed:
+                    query, key, value = (batch.unpack_heads(t) for t in (query, key, value))
                 cache.write(index, batch, key, value)
                 key, value = cache.read(index, batch)
                 attended = attend(query, key, value, batch.mask)
+                if packed:
+                    attended = batch.pack_heads(attended)
             else:
                 attended = attend(query, key, value, None, causal=True)
             x = x + attn.output(attended)
             x = layer.mlp_block(x)
             if index in wanted:
                 collected[wanted[index]] = x
-        return x, (torch.stack(collected, dim=2) if collected else None)
+        layer_hidden = torch.stack(collected, dim=2) if collected else None
+        if packed:
+            x = batch.unpack(x)
+            layer_hidden = batch.unpack(layer_hidden) if layer_hidden is not None else None
+        return x, layer_hidden
 
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """LM-head logits for final hidden states, in float32 or better (float64 models keep float64)."""

@@ -15,7 +15,7 @@ from scipy import stats  # noqa: E402
 from simlab.config import EngineConfig  # noqa: E402
 from simlab.real.engine import DecodingConfig, Request, SpeculativeEngine  # noqa: E402
 from simlab.real.generate import plain_generate  # noqa: E402
-from simlab.real.records import REQUEST_COLUMNS, STEP_COLUMNS  # noqa: E402
+from simlab.records import REQUEST_COLUMNS, STEP_COLUMNS, round_columns  # noqa: E402
 from simlab.schedulers import make_scheduler  # noqa: E402
 
 from .models import build_pair  # noqa: E402
@@ -54,15 +54,15 @@ def test_greedy_engine_output_is_the_targets_greedy_output(pair64, kind, params)
     reference = plain_generate(target, [r.prompt_ids for r in requests], [r.max_new_tokens for r in requests])
     engine = SpeculativeEngine(target, drafter, make_scheduler(kind, **params),
                                DecodingConfig(gamma=4, max_seq_len=48), EngineConfig(max_num_seqs=3),
-                               verify_cost=step_cost)
+                               verify_cost=step_cost, prior_conf=[0.6] * 4)
     result = engine.run(requests)
     for request, expected in zip(requests, reference):
         assert result.outputs[request.id] == expected
-    rounds = result.request_steps
-    assert rounds["accepted_len"].sum() > 0  # drafts were accepted, not only bonus tokens
+    rounds, details = result.rounds, result.round_details
+    assert rounds["accepted"].sum() > 0  # drafts were accepted, not only bonus tokens
     if kind != "fixed":  # the policy really cut some blocks short
-        assert (rounds["verify_len"] < rounds["max_len"]).any()
-    assert (rounds["verify_len"] <= rounds["max_len"]).all()
+        assert (rounds["verified"] < details["max_len"]).any()
+    assert (rounds["verified"] <= details["max_len"]).all()
 
 
 @pytest.mark.parametrize("layout", ["dspark", "dflash"])
@@ -100,40 +100,51 @@ def test_records(pair64, tmp_path):
     result = engine.run(requests)
     assert list(result.requests.columns) == list(REQUEST_COLUMNS)
     assert list(result.steps.columns) == list(STEP_COLUMNS)
+    assert list(result.rounds.columns) == list(round_columns(4))
     assert (result.requests["arm"] == "hw").all() and (result.steps["arm"] == "hw").all()
-    rounds = result.request_steps
+    rounds, details = result.rounds, result.round_details
     by_request = rounds.groupby("id")
     frame = result.requests.set_index("id")
     for request in requests:
         row = frame.loc[request.id]
         assert row["output_tokens"] == len(result.outputs[request.id]) == request.max_new_tokens
-        assert row["prompt_tokens"] == len(request.prompt_ids)
+        assert row["prompt_tokens"] == len(request.prompt_ids) and row["domain"] == "code"
         assert row["arrival_s"] <= row["first_token_s"] <= row["finish_s"]
-        emitted = by_request["emitted_tokens"].sum().get(request.id, 0)
+        emitted = details["emitted_tokens"].groupby(rounds["id"]).sum().get(request.id, 0)
         assert emitted == row["output_tokens"] - 1  # the prefill emitted the first token
         assert row["steps"] == by_request.size().get(request.id, 0)
+        assert by_request["step"].get_group(request.id).tolist() == list(range(row["steps"])) if row["steps"] else True
     # emitted = accepted + 1 (no EOS here); steps aggregate their request rows
-    assert (rounds["emitted_tokens"] == rounds["accepted_len"] + 1).all()
-    decode = result.steps[result.steps["kind"] == "decode"].reset_index(drop=True)
-    per_step = rounds.groupby("t_s", sort=True)[["verify_len", "accepted_len"]].sum().reset_index(drop=True)
-    assert decode["verify_tokens"].tolist() == per_step["verify_len"].tolist()
-    assert decode["accepted_tokens"].tolist() == per_step["accepted_len"].tolist()
-    assert (decode["batch_tokens"] == decode["num_requests"] + decode["verify_tokens"]).all()
-    assert (result.steps["step_s"] > 0).all() and result.steps["t_s"].is_monotonic_increasing
+    assert (details["emitted_tokens"] == rounds["accepted"] + 1).all()
+    assert (rounds["drafted"] == 4).all()
+    decode = result.steps[result.steps["decode_requests"] > 0].reset_index(drop=True)
+    per_step = rounds.groupby(details["t_s"], sort=True)[["verified", "accepted"]].sum().reset_index(drop=True)
+    assert decode["verify_tokens"].tolist() == per_step["verified"].tolist()
+    assert decode["accepted_tokens"].tolist() == per_step["accepted"].tolist()
+    steps = result.steps
+    assert (steps["batch_tokens"] == steps["decode_requests"] + steps["verify_tokens"] + steps["prefill_tokens"]).all()
+    assert steps["prefill_tokens"].sum() == sum(len(r.prompt_ids) for r in requests)
+    assert (steps["num_requests"] >= steps["decode_requests"]).all()
+    assert (steps["step_s"] > 0).all() and steps["t_s"].is_monotonic_increasing
+    # a busy stretch's steps follow each other: each starts where the previous one ended
+    back_to_back = np.isclose(steps["t_s"].to_numpy()[1:], (steps["t_s"] + steps["step_s"]).to_numpy()[:-1],
+                              rtol=0, atol=1e-12)
+    assert back_to_back.mean() > 0.5
     # per-position columns: confidences in (0, 1); analytic acceptance in [0, 1] exactly where verified
     gamma = 4
     conf = rounds[[f"conf_{k + 1}" for k in range(gamma)]].to_numpy()
-    prob = rounds[[f"accept_prob_{k + 1}" for k in range(gamma)]].to_numpy()
+    prob = details[[f"accept_prob_{k + 1}" for k in range(gamma)]].to_numpy()
     assert ((conf > 0) & (conf < 1)).all()
-    verified = np.arange(gamma)[None, :] < rounds["verify_len"].to_numpy()[:, None]
+    verified = np.arange(gamma)[None, :] < rounds["verified"].to_numpy()[:, None]
     assert np.isnan(prob[~verified]).all() and ((prob[verified] >= 0) & (prob[verified] <= 1)).all()
     # at temperature 0 the analytic acceptance of a verified position is 1 exactly when the draft matched
-    accepted_at = np.arange(gamma)[None, :] < rounds["accepted_len"].to_numpy()[:, None]
+    accepted_at = np.arange(gamma)[None, :] < rounds["accepted"].to_numpy()[:, None]
     assert (prob[accepted_at] == 1).all()
-    result.write(tmp_path)
-    for name in ("requests", "steps", "request_steps"):
-        back = pd.read_csv(tmp_path / f"{name}.csv")
-        assert len(back) == len(getattr(result, name))
+    result.write(tmp_path / "out", plot=False)
+    for name in ("requests.csv", "steps.csv.gz", "rounds.csv.gz"):
+        back = pd.read_csv(tmp_path / "out" / name)
+        assert len(back) == len({"requests.csv": result.requests, "steps.csv.gz": result.steps,
+                                 "rounds.csv.gz": result.rounds}[name])
 
 
 def test_token_budget_caps_batch_tokens(pair64):
@@ -142,8 +153,10 @@ def test_token_budget_caps_batch_tokens(pair64):
     result = SpeculativeEngine(target, drafter, make_scheduler("fixed"),
                                DecodingConfig(gamma=4), EngineConfig(max_num_seqs=4, max_batch_tokens=budget)
                                ).run(_requests(seed=4, num=4))
-    decode = result.steps[result.steps["kind"] == "decode"]
-    assert (decode["batch_tokens"] <= budget).all() and (decode["batch_tokens"] == budget).any()
+    steps = result.steps
+    assert (steps["batch_tokens"] <= budget).all() and (steps["batch_tokens"] == budget).any()
+    decode = steps[steps["decode_requests"] > 0]
+    assert (decode["decode_requests"] + decode["verify_tokens"] <= budget).all()
 
 
 def test_sampled_outputs_do_not_depend_on_the_batch():
@@ -194,8 +207,8 @@ def test_sampled_engine_output_follows_the_target_distribution():
                                limits=EngineConfig(max_num_seqs=num_requests, max_batch_tokens=8 * num_requests)
                                ).run(requests)
     outputs = np.array([result.outputs[i] for i in range(num_requests)])
-    rounds = result.request_steps
-    assert 0 < rounds["accepted_len"].sum() < rounds["verify_len"].sum()  # both acceptances and rejections
+    rounds = result.rounds
+    assert 0 < rounds["accepted"].sum() < rounds["verified"].sum()  # both acceptances and rejections
     p_values = {}
     for axes in [(1,), (2,), (3,), (1, 2), (2, 3)]:
         marginal = joint.sum(axis=tuple(a for a in range(num_new) if a not in axes)).ravel()
