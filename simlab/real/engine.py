@@ -323,7 +323,8 @@ class _RunState:
                                  device=device)
         query_lengths = query_lengths.to(device)
         out = engine.target(ids.to(device), cache=engine.target_cache, slot_ids=all_slots,
-                            query_lengths=query_lengths, hidden_layer_ids=engine.hidden_layer_ids)
+                            query_lengths=query_lengths, hidden_layer_ids=engine.hidden_layer_ids,
+                            row_groups=(num_decode, len(chunks)))  # decode rows and chunks attended apart
 
         # decode outcomes
         accepted = np.zeros(num_decode, dtype=np.int64)
