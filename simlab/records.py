@@ -5,7 +5,8 @@ the plain arrays :func:`simlab.metrics.summarise` reads.
 - ``steps.csv.gz``: one row per engine iteration (:data:`STEP_COLUMNS`): ``num_requests`` counts the decoding
   requests plus the prefilling requests given a chunk, ``decode_requests`` the decoding ones, ``batch_tokens``
   the decode tokens (one anchor plus the verify length per decoding request) plus ``prefill_tokens``;
-  ``verify_tokens``, ``accepted_tokens`` and ``emitted_tokens`` sum the decode part;
+  ``verify_tokens``, ``accepted_tokens`` and ``emitted_tokens`` sum the decode part; ``kv_tokens`` is the KV in
+  use after the iteration's admission (reserved or allocated tokens, plus cached prefix blocks);
 - ``rounds.csv.gz`` (real mode): one row per request-step (:func:`round_columns`): ``step`` is the request's
   decode step (0 first), ``drafted`` the positions drafted, ``verified`` the verify length, ``accepted`` the
   accepted drafts among the verified, ``conf_k`` the confidence head's raw (uncalibrated) estimate of position
@@ -22,7 +23,7 @@ import numpy as np
 REQUEST_COLUMNS = ("arm", "id", "arrival_s", "prompt_tokens", "output_tokens", "domain", "first_token_s",
                    "finish_s", "steps", "replica")
 STEP_COLUMNS = ("arm", "t_s", "num_requests", "batch_tokens", "verify_tokens", "accepted_tokens", "step_s",
-                "decode_requests", "emitted_tokens", "prefill_tokens", "replica")
+                "decode_requests", "emitted_tokens", "prefill_tokens", "replica", "kv_tokens")
 ROUND_COLUMNS = ("arm", "id", "domain", "step", "drafted", "verified", "accepted")
 
 
@@ -60,6 +61,14 @@ class PositionTotals:
 
 
 @dataclass(frozen=True)
+class Counters:
+    """Arm-wide counts: requests preempted, prompt tokens served from a prefix cache at first admissions."""
+
+    num_preemptions: int = 0
+    cached_prompt_tokens: int = 0
+
+
+@dataclass(frozen=True)
 class ArmRecords:
     """One arm's records as plain arrays: what :func:`simlab.metrics.summarise` reads (the simulator's
     ``ArmResult`` has the same attributes).
@@ -72,3 +81,4 @@ class ArmRecords:
     positions: PositionTotals
     time_in_system_area: float
     sim_wall_s: float
+    counters: Counters = Counters()

@@ -172,7 +172,7 @@ class SpeculativeEngine:
             raise ValueError(f"a request needs {need} KV tokens (prompt + output); the cache holds {capacity}")
         state = _RunState(self, requests, closed_loop, num_slots, capacity)
         state.serve()
-        return state.book.result(state.outputs, wall_s=state.clock_s)
+        return state.book.result(state.outputs, wall_s=state.clock_s, kv_capacity=capacity)
 
     def _allocate(self, num_slots: int, max_seq_len: int) -> None:
         """KV caches of ``num_slots`` slots of ``max_seq_len`` tokens (kept while a run fits in them)."""
@@ -389,7 +389,7 @@ class _RunState:
             t_s=start_s, step_s=end_s - start_s, num_requests=num_decode + len(chunks), decode_requests=num_decode,
             batch_tokens=decode_tokens + prefill_tokens, verify_tokens=int(lengths.sum()),
             accepted_tokens=int(accepted.sum()), emitted_tokens=int(emitted.sum()), prefill_tokens=prefill_tokens,
-            draft_s=draft_s, context_tokens=int(context.sum()),
+            kv_tokens=self.kv_used, draft_s=draft_s, context_tokens=int(context.sum()),
         )
         if num_decode:
             self.book.add_rounds(

@@ -53,7 +53,7 @@ class RecordBook:
             context_tokens=context_tokens, max_len=max_len, emitted_tokens=emitted, accept_prob=accept_prob,
         ))
 
-    def result(self, outputs: dict[int, list[int]], *, wall_s: float):
+    def result(self, outputs: dict[int, list[int]], *, wall_s: float, kv_capacity: int):
         """The run's :class:`~simlab.real.result.EngineResult`."""
         from simlab.real.result import EngineResult
 
@@ -65,7 +65,7 @@ class RecordBook:
         return EngineResult(
             outputs=outputs, requests=requests, steps=steps_all[list(STEP_COLUMNS)].copy(),
             rounds=rounds, step_times=steps_all[list(STEP_TIME_COLUMNS)].copy(), round_details=details,
-            wall_s=wall_s, gamma=self.gamma, arm=self.arm,
+            wall_s=wall_s, gamma=self.gamma, arm=self.arm, kv_capacity=kv_capacity,
         )
 
     def _round_frames(self) -> tuple[pd.DataFrame, pd.DataFrame]:

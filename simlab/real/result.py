@@ -20,7 +20,8 @@ ROUNDS_FILE = "rounds.csv.gz"
 class EngineResult:
     """Output tokens per request id; the ``requests``, ``steps`` and ``rounds`` tables of the results folder;
     ``step_times`` and ``round_details`` (row-aligned with ``steps`` and ``rounds``, see
-    :mod:`simlab.real.records`); the run's wall seconds; the arm's gamma and name."""
+    :mod:`simlab.real.records`); the run's wall seconds; the arm's gamma and name; the KV tokens its accounting
+    held."""
 
     outputs: dict[int, list[int]]
     requests: pd.DataFrame
@@ -31,6 +32,7 @@ class EngineResult:
     wall_s: float
     gamma: int
     arm: str
+    kv_capacity: int = 0
 
     @property
     def num_rounds(self) -> int:
@@ -99,7 +101,8 @@ class EngineResult:
 
         requests = self.requests
         metrics = summarise(self.records(), requests["prompt_tokens"].to_numpy(np.int64),
-                            requests["output_tokens"].to_numpy(np.int64), self.gamma, slo)
+                            requests["output_tokens"].to_numpy(np.int64), self.gamma, slo,
+                            kv_capacity=self.kv_capacity or None)
         metrics["realisable"] = True
         metrics["lossless"] = lossless
         return metrics

@@ -282,7 +282,8 @@ class _Validation:
                     prior = self.pair.prior_confidence(self.settings.temperature, arm.draft_len)
                     policy = dataclasses.replace(policy, prior_conf=np.asarray(prior, dtype=float))
                 result = simulate_arm(workload, timing, sc.engine, policy, self._kv_capacity(workload))
-                runs.append(summarise(result, requests.prompt_tokens, requests.output_tokens, arm.draft_len, sc.slo))
+                runs.append(summarise(result, requests.prompt_tokens, requests.output_tokens, arm.draft_len, sc.slo,
+                                      kv_capacity=self._kv_capacity(workload)))
             out[arm.label] = _average(runs)
             self.log(f"simulated {arm.label}: {out[arm.label]['output_throughput']:.0f} tok/s, tau "
                      f"{out[arm.label]['spec_decode_acceptance_length'] or 1.0:.3f} ({len(runs)} seeds)")
