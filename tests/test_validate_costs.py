@@ -86,6 +86,39 @@ def test_relative_errors_and_bounds():
     simulated = {"output_throughput": 104.0, "mean_tpot_ms": 21.2, "spec_decode_acceptance_length": 2.5}
     part = arm_comparison(real, simulated)
     assert not part["within_bounds"] and part["error"]["mean_tpot_ms"] == pytest.approx(0.06)
-    assert failures({"arms": {"a": part}}) == ["a mean_tpot_ms +6.0% (bound 5%)"]
+    assert failures({"arms": {"a": part}}) == ["a mean_tpot_ms +6.0% (bound 5.0%)"]
+    noisy = arm_comparison(real, simulated, noise={"mean_tpot_ms": 0.02})
+    assert noisy["bounds"]["mean_tpot_ms"] == pytest.approx(0.08) and noisy["within_bounds"]
+    assert not noisy["within_target"] and failures({"arms": {"a": noisy}}) == []
+    assert failures({"arms": {"a": noisy}}, against="target") == ["a mean_tpot_ms +6.0% (target 5.0%)"]
     simulated["mean_tpot_ms"] = 20.9
     assert arm_comparison(real, simulated)["within_bounds"]
+
+
+def test_sampling_noise_by_hand():
+    from simlab.real.validate.noise import combine, pooled_tau_relative_se, simulated_relative_se, tpot_relative_se
+
+    # two requests: 2 rounds emitting 3 + 1, and 2 rounds emitting 2 + 2: tau = 8 / 4 = 2, every request's total 4
+    rounds = pd.DataFrame({"id": [0, 0, 1, 1]})
+    assert pooled_tau_relative_se(rounds, pd.Series([3, 1, 2, 2])) == 0.0
+    # totals 6 and 2 over 2 rounds each: tau 2; residuals 2 and -2; se = sqrt(2 / 1 * 8) / 4 = 1
+    assert pooled_tau_relative_se(rounds, pd.Series([3, 3, 1, 1])) == pytest.approx(1.0 / 2.0)
+    requests = pd.DataFrame({"output_tokens": [11, 11, 1], "first_token_s": [0.0, 0.0, 0.0],
+                             "finish_s": [1.0, 3.0, 0.0]})
+    # TPOTs 0.1 and 0.3: sd 0.1414, mean 0.2, n 2
+    assert tpot_relative_se(requests) == pytest.approx(np.std([0.1, 0.3], ddof=1) / np.sqrt(2) / 0.2)
+    assert simulated_relative_se([1.0, 3.0]) == pytest.approx(np.std([1, 3], ddof=1) / np.sqrt(2) / 2.0)
+    assert combine(0.03, 0.04) == pytest.approx(0.05)
+
+
+def test_paired_noise_cancels_what_requests_share():
+    from simlab.real.validate.noise import paired_tau_relative_se, pooled_tau_relative_se
+
+    ids = pd.Series([0, 0, 1, 1])
+    easy_and_hard = pd.Series([3, 3, 1, 1])  # request 0 is easy, request 1 hard, in both runs
+    assert paired_tau_relative_se(ids, easy_and_hard, ids, easy_and_hard) == 0.0
+    assert pooled_tau_relative_se(ids.to_frame("id"), easy_and_hard) == pytest.approx(0.5)
+    # run b: request 0 emits one token more in its first round. shares a = (2/4, -2/4); tau_b = 9/4,
+    # shares b = ((7 - 4.5) / 4, (2 - 4.5) / 4); u = (-0.125, 0.125); se = sqrt(2 * 2 * 0.015625) / tau_a(2)
+    other = pd.Series([4, 3, 1, 1])
+    assert paired_tau_relative_se(ids, easy_and_hard, ids, other) == pytest.approx(np.sqrt(4 * 0.015625) / 2.0)

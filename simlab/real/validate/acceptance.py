@@ -13,10 +13,12 @@ from typing import Optional
 SCENARIO_FIELDS = ("kind", "methods", "heterogeneity", "confidence")
 
 
-def fit_acceptance(folder: Path, *, method: str, max_requests: Optional[int] = None, seed: int = 0,
-                   command: Optional[str] = None) -> dict:
+def fit_acceptance(folder: Path, *, method: str, heterogeneity: bool = True, max_requests: Optional[int] = None,
+                   seed: int = 0, command: Optional[str] = None) -> dict:
     """The fitted acceptance document (``kind: positional``, with its provenance) of the real results folder
-    ``folder``, every arm's drafter being ``method``."""
+    ``folder``, every arm's drafter being ``method``. Without ``heterogeneity`` the curves are the measured
+    conditional rates alone (no request or step terms, a perfect head): the diagnostic that separates the
+    acceptance model's share of an error from the rest."""
     try:
         from simlab.acceptance.fitting.document import fitted_document
         from simlab.acceptance.fitting.fit import fit_log, relabel
@@ -25,7 +27,7 @@ def fit_acceptance(folder: Path, *, method: str, max_requests: Optional[int] = N
         raise RuntimeError("simlab validate needs the acceptance fitter of `simlab acceptance fit` "
                            f"(simlab.acceptance.fitting): {exc}") from None
     log = relabel(read_logs([Path(folder)], "simlab"), {"*": method}, {})
-    fitted = fit_log(log, heterogeneity=True, max_requests=max_requests, seed=seed)
+    fitted = fit_log(log, heterogeneity=heterogeneity, max_requests=max_requests, seed=seed)
     return fitted_document(fitted, log, command=command)
 
 

@@ -1,8 +1,9 @@
 """The validation procedure (docs/validation.md).
 
-1. **Real run, calibration part**: the scenario's workload drawn again with the next seed, served by the real
-   engine with every drafted position verified (a ``fixed`` arm at the largest gamma): its rounds are what the
-   acceptance model is fitted on.
+1. **Real run, calibration part**: the scenario's requests (the same prompts and arrivals) served by the real
+   engine with every drafted position verified (a ``fixed`` arm at the largest gamma), on random streams of their
+   own (the seed + 1): its rounds are what the acceptance model is fitted on. The held-out runs never feed the
+   fit; sharing the prompts keeps the two parts' difference down to the model's error and token sampling.
 2. **Fit**: the acceptance model (positional, per domain, request and step heterogeneity, the head's error) from
    the calibration part's ``rounds.csv.gz`` (:mod:`.acceptance`).
 3. **Real run, held-out part**: the scenario's own workload, every arm, on the device's wall clock. Every arm's
@@ -99,6 +100,8 @@ class _Validation:
                  command: Optional[str], log: Callable[[str], None]) -> None:
         self.loaded, self.sc, self.pair, self.method = loaded, loaded.scenario, pair, method
         self.settings, self.staging, self.command, self.log = settings, staging, command, log
+        self.calibration = None
+        self.sim_runs: dict[str, list[dict]] = {}
 
     def run(self) -> dict:
         from simlab.real.corpus import load_corpus
@@ -106,22 +109,30 @@ class _Validation:
 
         sc, file = self.sc, self.loaded.file
         held_out = build_workload(sc.workload, base_dir=self.loaded.base_dir, seed=sc.seed, file=file)
-        calibration = build_workload(sc.workload, base_dir=self.loaded.base_dir, seed=sc.seed + 1, file=file)
         corpus = load_corpus().validation
         self.scheduler_curve, curve_source = self._scheduler_curve(held_out)
         gammas = [arm.draft_len for arm in sc.arms if arm.draft_len]
-        fit_doc = None
+        fit_doc = rates_doc = None
         if gammas:
-            fit_doc = self._calibrate(calibration, corpus, max(gammas))
+            fit_doc, rates_doc = self._calibrate(held_out, corpus, max(gammas))
         results = self._real_runs(held_out, corpus)
         costs = self._costs(results, held_out)
         simulated = self._simulate(held_out, fit_doc, costs)
-        from simlab.real.validate.compare import arm_comparison
+        rates_only = self._simulate(held_out, rates_doc, costs, quiet=True) if rates_doc is not None else {}
+        from simlab.real.validate.compare import arm_comparison, relative_error
 
         arms = {}
         for arm in sc.arms:
             real_metrics = results[arm.label].metrics(sc.slo)
-            arms[arm.label] = arm_comparison(real_metrics, simulated[arm.label])
+            arms[arm.label] = arm_comparison(real_metrics, simulated[arm.label],
+                                             noise=self._noise(results[arm.label], arm))
+            if arm.label in rates_only and arm.draft_len:
+                part = arms[arm.label]
+                diagnostic = {key: rates_only[arm.label].get(key) for key in part["simulated"]}
+                part["diagnostic_measured_rates"] = {
+                    "simulated": diagnostic,
+                    "error": {key: relative_error(diagnostic[key], part["real"][key]) for key in diagnostic},
+                }
         return {
             "generator": "simlab validate",
             "scenario": sc.model_dump(mode="json"),
@@ -132,14 +143,37 @@ class _Validation:
                          "cost_curves": str(self.settings.profile) if self.settings.profile else "fitted per arm "
                          "from its own held-out steps", "scheduler_verify_curve": curve_source},
             "files": {"real": "real/", "calibration": "calibration/" if gammas else None,
-                      "acceptance": "acceptance.yaml" if gammas else None, "profiles": "profiles/"},
+                      "acceptance": "acceptance.yaml" if gammas else None,
+                      "acceptance_measured_rates": "acceptance_measured_rates.yaml" if gammas else None,
+                      "profiles": "profiles/"},
+            "diagnostic_measured_rates": "each arm simulated again with the calibration part's measured conditional "
+                                         "rates alone (no heterogeneity, a perfect head): its errors show what the "
+                                         "rest of the model (steps, costs, scheduling) contributes",
         }
 
+    def _noise(self, result, arm) -> dict[str, float]:
+        """Relative standard errors that sampling alone gives each bounded error (see :mod:`.noise`)."""
+        from simlab.real.validate.noise import combine, paired_tau_relative_se, simulated_relative_se
+
+        runs = self.sim_runs.get(arm.label, [])
+
+        def spread(key: str) -> float:
+            return simulated_relative_se([r.get(key) for r in runs])
+
+        tau = 0.0
+        if arm.draft_len and self.calibration is not None:
+            cal = self.calibration
+            tau = paired_tau_relative_se(result.rounds["id"], result.round_details["emitted_tokens"],
+                                         cal.rounds["id"], cal.round_details["emitted_tokens"])
+        return {key: combine(tau, spread(key)) for key in ("spec_decode_acceptance_length", "output_throughput",
+                                                            "mean_tpot_ms")}
+
     # ------------------------------------------------------------------------------------------ real runs
-    def _engine(self, arm_label: str, gamma: int, scheduler, *, prior: bool):
+    def _engine(self, arm_label: str, gamma: int, scheduler, *, prior: bool, seed: Optional[int] = None):
         from simlab.real.engine import DecodingConfig, SpeculativeEngine
 
-        decoding = DecodingConfig(gamma=gamma, temperature=self.settings.temperature, seed=self.sc.seed, arm=arm_label)
+        decoding = DecodingConfig(gamma=gamma, temperature=self.settings.temperature,
+                                  seed=self.sc.seed if seed is None else seed, arm=arm_label)
         prior_conf = self.pair.prior_confidence(self.settings.temperature, gamma) if prior and gamma else None
         return SpeculativeEngine(self.pair.target, self.pair.drafter if gamma else None, scheduler, decoding,
                                  self.sc.engine, verify_cost=self.scheduler_curve, prior_conf=prior_conf)
@@ -151,22 +185,26 @@ class _Validation:
         from simlab.schedulers import make_scheduler
 
         label = "calibration"
-        requests = real_requests(workload, corpus, seed=self.sc.seed + 1)
+        requests = real_requests(workload, corpus, seed=self.sc.seed)
         self.log(f"calibration run: {len(requests)} requests, {self.method} gamma {gamma}, every position verified")
-        result = self._engine(label, gamma, make_scheduler("fixed"), prior=False).run(
+        result = self._engine(label, gamma, make_scheduler("fixed"), prior=False, seed=self.sc.seed + 1).run(
             requests, closed_loop=closed_loop_users(workload))
+        self.calibration = result
         arm = {"name": label, "method": self.method, "gamma": gamma, "scheduler": {"kind": "fixed"}}
         scenario = {**self.sc.model_dump(mode="json"), "name": f"{self.sc.name}-calibration", "arms": [arm]}
         folder = self.staging / "calibration"
         write_real_results(folder, [result], scenario=scenario, command=self.command, plot=False,
-                           workload={"seed": self.sc.seed + 1, "part": "calibration"})
+                           workload={"seed": self.sc.seed, "streams_seed": self.sc.seed + 1, "part": "calibration"})
         self.log(f"  {result.num_rounds} rounds, tau {result.tau:.3f} in {result.wall_s:.1f} s; fitting acceptance")
         document = fit_acceptance(folder, method=self.method, max_requests=self.settings.max_fit_requests,
                                   seed=self.sc.seed, command=self.command)
+        rates = fit_acceptance(folder, method=self.method, heterogeneity=False, seed=self.sc.seed,
+                               command=self.command)
         from simlab.real.validate.files import write_yaml
 
         write_yaml(self.staging / "acceptance.yaml", document)
-        return document
+        write_yaml(self.staging / "acceptance_measured_rates.yaml", rates)
+        return document, rates
 
     def _real_runs(self, workload, corpus) -> dict:
         from simlab.real.result import write_real_results
@@ -245,7 +283,7 @@ class _Validation:
         return slots * int(np.max(requests.prompt_tokens + requests.output_tokens))
 
     # ------------------------------------------------------------------------------------------ simulation
-    def _simulate(self, workload, fit_doc: Optional[dict], costs: dict) -> dict:
+    def _simulate(self, workload, fit_doc: Optional[dict], costs: dict, *, quiet: bool = False) -> dict:
         from simlab.acceptance import build_acceptance
         from simlab.arms import domain_weights, prepare_arm
         from simlab.config.acceptance import IIDAcceptance, PositionalAcceptance
@@ -285,8 +323,10 @@ class _Validation:
                 runs.append(summarise(result, requests.prompt_tokens, requests.output_tokens, arm.draft_len, sc.slo,
                                       kv_capacity=self._kv_capacity(workload)))
             out[arm.label] = _average(runs)
-            self.log(f"simulated {arm.label}: {out[arm.label]['output_throughput']:.0f} tok/s, tau "
-                     f"{out[arm.label]['spec_decode_acceptance_length'] or 1.0:.3f} ({len(runs)} seeds)")
+            if not quiet:
+                self.sim_runs[arm.label] = runs
+                self.log(f"simulated {arm.label}: {out[arm.label]['output_throughput']:.0f} tok/s, tau "
+                         f"{out[arm.label]['spec_decode_acceptance_length'] or 1.0:.3f} ({len(runs)} seeds)")
         return out
 
 
