@@ -76,8 +76,13 @@ def report(
     out: Optional[Path] = typer.Option(None, "--out", help="PNG file to write (default: RESULTS/report.png)."),
 ) -> None:
     """Draw the report figure of a results folder again and print its comparison table."""
+    from simlab.real.validate.report import is_validation_folder, write_validation_report
     from simlab.report import load_results, render_png
     from simlab.table import arms_table
+
+    if is_validation_folder(results):  # simlab validate's folder: real against simulated
+        Console().print(f"report: {write_validation_report(results)}")
+        return
 
     summary, requests, steps = load_results(results)
     target = out if out is not None else results / "report.png"

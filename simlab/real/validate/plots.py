@@ -34,8 +34,8 @@ def render_validation_png(document: dict) -> bytes:
         errors = [arms[name]["error"].get(key) for key, _ in PANEL_METRICS]
         ax.bar(x + i * width, [100 * e if e is not None else np.nan for e in errors], width, color=colors[name],
                label=name)
-    bound = max(arms[names[0]]["bounds"].values()) if names and arms[names[0]].get("bounds") else 0.05
-    ax.axhspan(-100 * bound, 100 * bound, color="grey", alpha=0.15, label=f"±{bound:.0%}")
+    bound = max(arms[names[0]]["target"].values()) if names and arms[names[0]].get("target") else 0.05
+    ax.axhspan(-100 * bound, 100 * bound, color="grey", alpha=0.15, label=f"target ±{bound:.0%}")
     ax.axhline(0, color="black", linewidth=0.8)
     ax.set_xticks(x + width * (len(names) - 1) / 2, [label for _, label in PANEL_METRICS], rotation=30, ha="right")
     ax.set_ylabel("simulated − real, % of real")
