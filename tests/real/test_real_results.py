@@ -39,8 +39,9 @@ def _real_run(pair64):
                         arrival_s=0.02 * i, domain="code") for i in range(6)]
     limits = EngineConfig(max_num_seqs=3, max_batch_tokens=64)
     plain = SpeculativeEngine(target, None, decoding=DecodingConfig(gamma=0, arm="plain"), limits=limits).run(requests)
-    spec = SpeculativeEngine(target, drafter, make_scheduler("hardware_aware"), DecodingConfig(gamma=4, arm="dspark-hw"),
-                             limits, verify_cost=lambda b: 0.001 + 0.00002 * np.asarray(b, dtype=float)).run(requests)
+    spec = SpeculativeEngine(target, drafter, make_scheduler("hardware_aware"),
+                             DecodingConfig(gamma=4, arm="dspark-hw"), limits,
+                             verify_cost=lambda b: 0.001 + 0.00002 * np.asarray(b, dtype=float)).run(requests)
     return [plain, spec]
 
 
