@@ -9,7 +9,7 @@ from typing import Optional
 import typer
 from rich.console import Console
 
-from simlab.errors import InputError
+from simlab.errors import InputError, OutputError
 
 app = typer.Typer(
     add_completion=False,
@@ -17,6 +17,22 @@ app = typer.Typer(
     help="simlab: simulate and measure LLM serving with parallel-draft speculative decoding.",
     pretty_exceptions_enable=False,
 )
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from simlab import __version__
+
+        typer.echo(f"simlab {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: bool = typer.Option(False, "--version", is_eager=True, callback=_print_version,
+                                 help="Print simlab's version and exit."),
+) -> None:
+    """simlab: simulate and measure LLM serving with parallel-draft speculative decoding."""
 
 
 @app.command()
@@ -30,6 +46,7 @@ def run(
 ) -> None:
     """Simulate every arm of SCENARIO, print a comparison table and write the results folder."""
     from simlab.outputs import check_out_dir
+    from simlab.progress import run_progress
     from simlab.runner import default_jobs, run_scenario
     from simlab.scenario import load_scenario
     from simlab.table import arms_table
@@ -37,10 +54,9 @@ def run(
     loaded = load_scenario(scenario, seed=seed)
     out_dir = out if out is not None else Path("results") / loaded.scenario.name
     check_out_dir(out_dir, kind="run", inputs=[loaded.file])
-    console = Console(stderr=True)
-    with _progress(console, quiet) as progress:
-        results = run_scenario(loaded, out_dir, jobs=jobs or default_jobs(), plot=plot,
-                               progress=_BarProgress(progress), command=_command_line())
+    with run_progress(quiet) as progress:
+        results = run_scenario(loaded, out_dir, jobs=jobs or default_jobs(), plot=plot, progress=progress,
+                               command=_command_line())
     if not quiet:
         stdout = Console()
         if not stdout.is_terminal:
@@ -48,20 +64,15 @@ def run(
         total = int(next(iter(results.arms.values()))["completed"])
         stdout.print(arms_table(f"{loaded.scenario.name}: {total} requests", results.arms))
         stdout.print(f"results: {out_dir}/")
+    print_warnings(results.arms)
 
 
-class _BarProgress:
-    """Feeds run_scenario's progress to a rich progress bar, one task per arm."""
-
-    def __init__(self, progress) -> None:
-        self.progress = progress
-        self.tasks: list = []
-
-    def start(self, arm_labels: list[str], num_requests: int) -> None:
-        self.tasks = [self.progress.add_task(label, total=num_requests) for label in arm_labels]
-
-    def update(self, arm_index: int, num_finished: int) -> None:
-        self.progress.update(self.tasks[arm_index], completed=num_finished)
+def print_warnings(arms: dict) -> None:
+    """Each arm's overload warnings on stderr, one line each (also in summary.json; see docs/metrics.md)."""
+    console = Console(stderr=True, highlight=False, soft_wrap=True)
+    for name, metrics in arms.items():
+        for warning in metrics.get("warnings") or ():
+            console.print(f"warning: {name}: {warning}", markup=False)
 
 
 def _command_line() -> str:
@@ -76,31 +87,21 @@ def report(
     out: Optional[Path] = typer.Option(None, "--out", help="PNG file to write (default: RESULTS/report.png)."),
 ) -> None:
     """Draw the report figure of a results folder again and print its comparison table."""
+    from simlab.outputs import check_out_file, write_file_atomic
     from simlab.real.validate.report import is_validation_folder, write_validation_report
-    from simlab.report import load_results, render_png
+    from simlab.report import RESULT_FILES, check_results_folder, load_results, render_png
     from simlab.table import arms_table
 
     if is_validation_folder(results):  # simlab validate's folder: real against simulated
         Console().print(f"report: {write_validation_report(results)}")
         return
-
-    summary, requests, steps = load_results(results)
+    check_results_folder(results)
     target = out if out is not None else results / "report.png"
-    payload = render_png(summary, requests, steps)
-    tmp = target.with_name(f".{target.name}.tmp")
-    tmp.write_bytes(payload)
-    tmp.replace(target)
+    check_out_file(target, inputs=[results / name for name in RESULT_FILES])
+    summary, requests, steps = load_results(results)
+    write_file_atomic(target, render_png(summary, requests, steps))
     Console(width=160).print(arms_table(summary["scenario"]["name"], summary["arms"]))
     Console().print(f"figure: {target}")
-
-
-def _progress(console: Console, quiet: bool):
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    return Progress(
-        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-        console=console, transient=True, disable=quiet or not console.is_terminal,
-    )
 
 
 _MOUNTED: list[bool] = []
@@ -110,6 +111,7 @@ def _mount_subcommands() -> None:
     if _MOUNTED:
         return
     _MOUNTED.append(True)
+    from simlab.acceptance.cli import acceptance_app, calibrate_command
     from simlab.audit.cli import audit_command
     from simlab.hardware.cli import profiles_app
     from simlab.real.cli import real_app
@@ -118,6 +120,8 @@ def _mount_subcommands() -> None:
     from simlab.workload.cli import traces_app
 
     app.command("audit")(audit_command)
+    app.add_typer(acceptance_app, name="acceptance", help="Fit acceptance models from real engines' logs.")
+    app.command("calibrate")(calibrate_command)
     app.command("profile")(profile_command)
     app.command("validate")(validate_command)
     app.add_typer(profiles_app, name="profiles", help="List and export hardware cost profiles.")
@@ -135,6 +139,9 @@ def main() -> None:
     except InputError as err:
         Console(stderr=True, highlight=False, soft_wrap=True).print(f"error: {err.message}", markup=False)
         sys.exit(2)
+    except OutputError as err:
+        Console(stderr=True, highlight=False, soft_wrap=True).print(f"error: {err.message}", markup=False)
+        sys.exit(1)
     except (typer.Abort, KeyboardInterrupt):
         Console(stderr=True).print("aborted")
         sys.exit(130)

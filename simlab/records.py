@@ -7,6 +7,8 @@ the plain arrays :func:`simlab.metrics.summarise` reads.
   the decode tokens (one anchor plus the verify length per decoding request) plus ``prefill_tokens``;
   ``verify_tokens``, ``accepted_tokens`` and ``emitted_tokens`` sum the decode part; ``kv_tokens`` is the KV in
   use after the iteration's admission (reserved or allocated tokens, plus cached prefix blocks);
+  ``drafted_tokens`` the positions drafted (draft length x requests drafting) and ``draft_len`` the step's draft
+  length (0 when nothing was drafted);
 - ``rounds.csv.gz`` (real mode): one row per request-step (:func:`round_columns`): ``step`` is the request's
   decode step (0 first), ``drafted`` the positions drafted, ``verified`` the verify length, ``accepted`` the
   accepted drafts among the verified, ``conf_k`` the confidence head's raw (uncalibrated) estimate of position
@@ -23,7 +25,8 @@ import numpy as np
 REQUEST_COLUMNS = ("arm", "id", "arrival_s", "prompt_tokens", "output_tokens", "domain", "first_token_s",
                    "finish_s", "steps", "replica")
 STEP_COLUMNS = ("arm", "t_s", "num_requests", "batch_tokens", "verify_tokens", "accepted_tokens", "step_s",
-                "decode_requests", "emitted_tokens", "prefill_tokens", "replica", "kv_tokens")
+                "decode_requests", "emitted_tokens", "prefill_tokens", "replica", "kv_tokens", "drafted_tokens",
+                "draft_len")
 ROUND_COLUMNS = ("arm", "id", "domain", "step", "drafted", "verified", "accepted")
 
 

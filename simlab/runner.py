@@ -17,6 +17,7 @@ from simlab.arms import PreparedArm, domain_weights, prepare_arm
 from simlab.engine import simulate_arm
 from simlab.errors import InputError
 from simlab.metrics import summarise
+from simlab.overload import overload_warnings
 from simlab.results import requests_frame, steps_frame
 from simlab.scenario import LoadedScenario
 
@@ -111,6 +112,10 @@ def _simulate_one(built: Built, index: int, progress: Optional[Callable[[int], N
     metrics["lossless"] = scheduler.lossless if scheduler is not None else True
     if prepared.confidence is not None:
         metrics["confidence"] = prepared.confidence
+    log = result.log
+    metrics["warnings"] = overload_warnings(log.arrival_s, log.first_token_s, log.finish_s, log.replica,
+                                            max_num_seqs=sc.engine.max_num_seqs,
+                                            open_loop=built.workload.closed_loop is None)
     name = prepared.arm.label
     ids = np.arange(len(requests))
     return ArmOutcome(name, metrics, requests_frame(name, ids, requests, result.log), steps_frame(name, result.steps))

@@ -16,8 +16,8 @@ _EXPORTS = {
     "target_distribution": "simlab.audit.enumeration", "total_variation": "simlab.audit.enumeration",
     "AuditProblem": "simlab.audit.problem", "build_problem": "simlab.audit.problem",
     "load_audit": "simlab.audit.problem",
-    "audit_json": "simlab.audit.report", "audit_table": "simlab.audit.report",
-    "write_json_atomic": "simlab.audit.report",
+    "audit_json": "simlab.audit.report", "audit_json_text": "simlab.audit.report",
+    "audit_table": "simlab.audit.report",
 }
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
@@ -27,6 +27,7 @@ __all__ = [
     "SchedulerVerdict",
     "audit_command",
     "audit_json",
+    "audit_json_text",
     "audit_table",
     "build_problem",
     "load_audit",
@@ -35,5 +36,4 @@ __all__ = [
     "scheduler_distribution",
     "target_distribution",
     "total_variation",
-    "write_json_atomic",
 ]

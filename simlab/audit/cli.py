@@ -13,7 +13,9 @@ from typing import Annotated, Optional, Sequence
 
 import typer
 
-from simlab.errors import InputError
+from simlab.errors import InputError, OutputError
+
+# the enumeration (numpy, fractions) is imported inside the command, so that `simlab --help` stays fast
 
 
 def audit_command(
@@ -24,14 +26,15 @@ def audit_command(
     distance of the first N output tokens from the target chain (0 exactly means lossless)."""
     from simlab.audit.enumeration import run_audit
     from simlab.audit.problem import load_audit
-    from simlab.audit.report import audit_json, check_out_folder, print_report, write_json_atomic
+    from simlab.audit.report import audit_json_text, print_report
+    from simlab.outputs import check_out_file, write_file_atomic
 
     if out is not None:
-        check_out_folder(out)
+        check_out_file(out, inputs=[audit_file])
     result = run_audit(load_audit(audit_file))
     print_report(result)
     if out is not None:
-        write_json_atomic(out, audit_json(result))
+        write_file_atomic(out, audit_json_text(result))
     return result
 
 
@@ -48,6 +51,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except InputError as err:
         print(f"error: {err}", file=sys.stderr)  # one unwrapped line
         return 2
+    except OutputError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
     except SystemExit as done:  # standalone mode ends with sys.exit (2 for usage errors)
         return done.code if isinstance(done.code, int) else (0 if done.code is None else 1)
     return 0

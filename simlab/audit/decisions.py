@@ -37,13 +37,15 @@ class VerifyLengthChooser:
 
     ``lag`` is how many rounds back the lagged confidences come from (0: the scheduler reads none); a round with
     no confidences that far back (``lagged`` None) is scheduled with the ``prior`` instead, by the helper the
-    simulator and the real engine use. Results are memoised on (current, lagged) confidences: a scheduler is a
-    pure function of its inputs.
+    simulator and the real engine use. A scheduler that plans its draft (``adaptive``) plans it first from the
+    lagged confidences and ``draft_s`` (seconds to draft d = 0..gamma positions). Results are memoised on
+    (current, lagged) confidences: a scheduler is a pure function of its inputs.
     """
 
-    def __init__(self, scheduler: Scheduler, gamma: int, sps: dict[int, float],
+    def __init__(self, scheduler: Scheduler, gamma: int, sps: dict[int, float], draft_s: tuple[float, ...] = (),
                  prior: Optional[Confidences] = None) -> None:
         self.scheduler = scheduler
+        self._draft_s = np.array(draft_s if draft_s else (0.0,) * (gamma + 1), dtype=float)
         self.gamma = gamma
         self.lag = scheduler.lag_steps
         self._cost = verify_seconds(sps)
@@ -68,6 +70,11 @@ class VerifyLengthChooser:
             lagged_known=np.array([[known]]),
             prior_conf=self._prior,
         )
+        if self.scheduler.plans_draft:  # the draft plan first: how much to draft, from the lagged confidences
+            inputs.draft_cost = lambda lengths, drafting: np.where(drafting > 0, self._draft_s[lengths], 0.0)
+            draft_len, drafts, inputs.min_budget = self.scheduler.plan_draft(inputs)
+            inputs.max_len = np.where(drafts, np.minimum(self._max_len, draft_len[:, None]), 0)
+            inputs.draft_s = inputs.draft_cost(draft_len, np.add.reduce(drafts, axis=1))
         length = int(np.asarray(self.scheduler(inputs)).reshape(-1)[0])
         if not 0 <= length <= self.gamma:
             raise RuntimeError(f"scheduler {self.scheduler.kind!r} chose verify length {length} outside 0..{self.gamma}")

@@ -11,7 +11,7 @@ c_hat = sigmoid(logit c + bias_logit + noise_logit_sd * N(0, 1)).
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, Optional, Union
+from typing import Annotated, Any, Literal, Optional, Union
 
 from pydantic import Field, NonNegativeFloat, PositiveInt
 
@@ -54,13 +54,17 @@ class IIDAcceptance(_AcceptanceCommon):
 
 
 class PositionalAcceptance(_AcceptanceCommon):
-    """Conditional acceptance c_k per position, per method and domain: ``methods: {dspark: {chat: [...]}}``."""
+    """Conditional acceptance c_k per position, per method and domain: ``methods: {dspark: {chat: [...]}}``.
+
+    ``provenance`` documents where the numbers came from (``simlab acceptance fit`` writes the measured rates,
+    their confidence intervals and the fit there); the simulator does not read it."""
 
     kind: Literal["positional"]
     methods: dict[
         Literal["mtp", "eagle3", "dflash", "dspark"],
         dict[str, Annotated[list[Probability], Field(min_length=1, max_length=16)]],
     ] = Field(min_length=1)
+    provenance: Optional[dict[str, Any]] = None
 
 
 class PresetAcceptance(_AcceptanceCommon):
@@ -74,3 +78,8 @@ class PresetAcceptance(_AcceptanceCommon):
 AcceptanceConfig = Annotated[
     Union[IIDAcceptance, PositionalAcceptance, PresetAcceptance], Field(discriminator="kind")
 ]
+
+AcceptanceSetting = Union[AcceptanceConfig, str]
+"""What a scenario's ``acceptance:`` holds: a mapping, or a name or path. A path (relative to the scenario file)
+names a file holding one acceptance mapping, such as ``simlab acceptance fit`` writes, or a preset file; a bare
+name (no path separator, no extension) is a shipped preset."""

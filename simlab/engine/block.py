@@ -59,10 +59,11 @@ class Roster:
 class Block:
     """K planned steps of a roster; steps 0..num_exact-1 are exact."""
 
-    __slots__ = ("lengths", "accepted", "emitted", "active", "context", "num_exact", "anchors", "batch_tokens")
+    __slots__ = ("lengths", "accepted", "emitted", "active", "context", "num_exact", "anchors", "batch_tokens",
+                 "draft_len", "num_drafting")
 
     def __init__(self, lengths: np.ndarray, accepted: np.ndarray, emitted: np.ndarray, active: np.ndarray,
-                 context: np.ndarray, num_exact: int) -> None:
+                 context: np.ndarray, num_exact: int, gamma: int, plan=None) -> None:
         self.lengths = lengths  # [K, N] verify lengths
         self.accepted = accepted  # [K, N]
         self.emitted = emitted  # [K, N] tokens emitted (0 where inactive)
@@ -71,6 +72,15 @@ class Block:
         self.num_exact = num_exact
         self.anchors = np.add.reduce(active, axis=1)  # [K] requests decoding at each step
         self.batch_tokens = self.anchors + np.add.reduce(lengths, axis=1)  # [K] decode/verify tokens of each step
+        if plan is None:  # every decoding request drafts gamma positions
+            self.draft_len = np.full(len(self.anchors), gamma)  # [K] positions drafted per drafting request
+            self.num_drafting = self.anchors  # [K] requests drafting
+        else:
+            self.draft_len, self.num_drafting = plan
+
+    def drafted_tokens(self, count: int) -> np.ndarray:
+        """[count] draft positions proposed at each step (draft length x requests drafting)."""
+        return self.draft_len[:count] * self.num_drafting[:count]
 
     def finish_step(self, roster: Roster) -> np.ndarray:
         """[N] the step at whose end each request emits its last token (K if not in the block)."""
@@ -91,7 +101,7 @@ def plan_block(policy: ArmPolicy, roster: Roster, num_steps: int, store=None) ->
         emitted = inputs.plain_emissions()
         active, _, context = inputs(emitted)
         zeros = np.zeros_like(emitted)
-        return Block(zeros, zeros, emitted, active, context, num_steps)
+        return Block(zeros, zeros, emitted, active, context, num_steps, 0)
     # a request decodes at most `remaining` more steps: later rows of the block are never read (it is inactive
     # there), so they repeat its last possible step instead of asking the store for draws nobody needs
     own_step = np.minimum(np.maximum(decode_step, roster.steps[None, :]),
@@ -107,7 +117,7 @@ def plan_block(policy: ArmPolicy, roster: Roster, num_steps: int, store=None) ->
         guess = np.where(joined, np.minimum(draws["true_accepted"], policy.gamma) + 1, 0)
     active, max_len, context = inputs(guess)
     for _ in range(MAX_PASSES if num_steps > 1 else 1):
-        lengths = _schedule(policy, draws, active, max_len, context)
+        lengths, plan = _schedule(policy, draws, active, max_len, context)
         accepted = np.minimum(draws["true_accepted"], lengths)
         emitted = np.where(active, accepted + 1, 0)
         if num_steps == 1:
@@ -128,7 +138,7 @@ def plan_block(policy: ArmPolicy, roster: Roster, num_steps: int, store=None) ->
         # the next pass guesses these emissions: its inputs are the ones they imply
         active, max_len, context = actual_active, actual_max_len, actual_context
     # costs read the context the emissions imply (the guess's may differ where decisions ignore context)
-    return Block(lengths, accepted, emitted, active, actual_context, num_exact)
+    return Block(lengths, accepted, emitted, active, actual_context, num_exact, policy.gamma, plan)
 
 
 class _Inputs:
@@ -155,7 +165,9 @@ class _Inputs:
         return (joined & (self.roster.remaining[None, :] - before > 0)).astype(np.int64)
 
 
-def _schedule(policy: ArmPolicy, draws, active, max_len, context) -> np.ndarray:
+def _schedule(policy: ArmPolicy, draws, active, max_len, context):
+    """Verify lengths [K, N] of every step, and the draft plan (lengths [K], requests drafting [K]) of a
+    scheduler that plans its draft (None: every decoding request drafts gamma)."""
     num_rows = active.shape[1]
     anchors = np.add.reduce(active, axis=1)
     varying = bool(np.logical_or.reduce(anchors != num_rows))
@@ -163,12 +175,13 @@ def _schedule(policy: ArmPolicy, draws, active, max_len, context) -> np.ndarray:
     ctx = context[:, None].astype(float)
     requests = batch[:, None] if varying else num_rows
     cost = policy.cost
+    scheduler = policy.scheduler
     inputs = schedule_inputs(  # lagged schedulers: confidences `lag` decode steps earlier, else the prior
-        policy.scheduler,
+        scheduler,
         conf=draws["conf"],
         max_len=max_len,
         verify_s=lambda batch_tokens: cost.verify_s(batch_tokens, ctx, requests),
-        draft_s=policy.draft_s(batch, context.astype(float)) if policy.scheduler.entry.reads_draft_cost else 0.0,
+        draft_s=policy.draft_s(batch, context.astype(float)) if scheduler.entry.reads_draft_cost else 0.0,
         token_budget=np.maximum(policy.max_batch_tokens - anchors, 0),
         lagged_conf=draws.get("lagged_conf"),
         lagged_known=draws.get("lagged_known"),
@@ -176,7 +189,19 @@ def _schedule(policy: ArmPolicy, draws, active, max_len, context) -> np.ndarray:
         true_accepted=draws["true_accepted"],
         num_requests=batch if varying else None,
     )
-    return policy.scheduler(inputs)
+    if not scheduler.plans_draft:
+        return scheduler(inputs), None
+    total = context.astype(float)
+
+    def draft_cost(draft_len: np.ndarray, num_drafting: np.ndarray) -> np.ndarray:
+        return policy.planned_draft_s(draft_len, num_drafting, anchors, total)
+
+    inputs.draft_cost = draft_cost
+    draft_len, drafting, inputs.min_budget = scheduler.plan_draft(inputs)
+    inputs.max_len = np.where(drafting, np.minimum(max_len, draft_len[:, None]), 0)
+    num_drafting = np.add.reduce(drafting, axis=1)
+    inputs.draft_s = draft_cost(draft_len, num_drafting)
+    return scheduler(inputs), (draft_len, num_drafting)
 
 
 def commit_block(decode: DecodeSet, roster: Roster, block: Block, count: int) -> np.ndarray:

@@ -389,7 +389,8 @@ class _RunState:
             t_s=start_s, step_s=end_s - start_s, num_requests=num_decode + len(chunks), decode_requests=num_decode,
             batch_tokens=decode_tokens + prefill_tokens, verify_tokens=int(lengths.sum()),
             accepted_tokens=int(accepted.sum()), emitted_tokens=int(emitted.sum()), prefill_tokens=prefill_tokens,
-            kv_tokens=self.kv_used, draft_s=draft_s, context_tokens=int(context.sum()),
+            kv_tokens=self.kv_used, drafted_tokens=num_decode * gamma if sample is not None else 0,
+            draft_len=gamma if sample is not None else 0, draft_s=draft_s, context_tokens=int(context.sum()),
         )
         if num_decode:
             self.book.add_rounds(
