@@ -39,16 +39,18 @@ def test_help_lists_every_mounted_command_without_heavy_imports():
                           env={"COLUMNS": "200", "PATH": ""})
     assert done.returncode == 0, done.stderr
     assert done.stdout.rstrip().splitlines()[-1] == "HEAVY"
-    for command in ("run", "report", "audit", "profile", "profiles", "traces", "real"):
+    for command in ("run", "report", "audit", "profile", "profiles", "traces", "real", "validate", "acceptance",
+                    "calibrate"):
         assert f" {command} " in done.stdout, command
 
 
 def test_lazy_package_exports_resolve():
+    import simlab.acceptance
     import simlab.audit
     import simlab.hardware
     import simlab.workload
 
-    for package in (simlab.audit, simlab.hardware, simlab.workload):
+    for package in (simlab.acceptance, simlab.audit, simlab.hardware, simlab.workload):
         for name in package.__all__:
             assert getattr(package, name) is not None, (package.__name__, name)
         assert set(package.__all__) <= set(dir(package))
