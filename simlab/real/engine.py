@@ -172,7 +172,8 @@ class SpeculativeEngine:
             raise ValueError(f"a request needs {need} KV tokens (prompt + output); the cache holds {capacity}")
         state = _RunState(self, requests, closed_loop, num_slots, capacity)
         state.serve()
-        return state.book.result(state.outputs, wall_s=state.clock_s, kv_capacity=capacity)
+        return state.book.result(state.outputs, wall_s=state.clock_s, kv_capacity=capacity,
+                                 max_num_seqs=limits.max_num_seqs, open_loop=closed_loop is None)
 
     def _allocate(self, num_slots: int, max_seq_len: int) -> None:
         """KV caches of ``num_slots`` slots of ``max_seq_len`` tokens (kept while a run fits in them)."""

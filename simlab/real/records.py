@@ -53,7 +53,8 @@ class RecordBook:
             context_tokens=context_tokens, max_len=max_len, emitted_tokens=emitted, accept_prob=accept_prob,
         ))
 
-    def result(self, outputs: dict[int, list[int]], *, wall_s: float, kv_capacity: int):
+    def result(self, outputs: dict[int, list[int]], *, wall_s: float, kv_capacity: int, max_num_seqs: int,
+               open_loop: bool):
         """The run's :class:`~simlab.real.result.EngineResult`."""
         from simlab.real.result import EngineResult
 
@@ -65,7 +66,8 @@ class RecordBook:
         return EngineResult(
             outputs=outputs, requests=requests, steps=steps_all[list(STEP_COLUMNS)].copy(),
             rounds=rounds, step_times=steps_all[list(STEP_TIME_COLUMNS)].copy(), round_details=details,
-            wall_s=wall_s, gamma=self.gamma, arm=self.arm, kv_capacity=kv_capacity,
+            wall_s=wall_s, gamma=self.gamma, arm=self.arm, kv_capacity=kv_capacity, max_num_seqs=max_num_seqs,
+            open_loop=open_loop,
         )
 
     def _round_frames(self) -> tuple[pd.DataFrame, pd.DataFrame]:

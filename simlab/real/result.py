@@ -21,7 +21,7 @@ class EngineResult:
     """Output tokens per request id; the ``requests``, ``steps`` and ``rounds`` tables of the results folder;
     ``step_times`` and ``round_details`` (row-aligned with ``steps`` and ``rounds``, see
     :mod:`simlab.real.records`); the run's wall seconds; the arm's gamma and name; the KV tokens its accounting
-    held."""
+    held, its seats and whether requests arrived on their own (open loop)."""
 
     outputs: dict[int, list[int]]
     requests: pd.DataFrame
@@ -33,6 +33,8 @@ class EngineResult:
     gamma: int
     arm: str
     kv_capacity: int = 0
+    max_num_seqs: int = 1
+    open_loop: bool = True
 
     @property
     def num_rounds(self) -> int:
@@ -105,6 +107,12 @@ class EngineResult:
                             kv_capacity=self.kv_capacity or None)
         metrics["realisable"] = True
         metrics["lossless"] = lossless
+        from simlab.overload import overload_warnings
+
+        times = self.records().log
+        metrics["warnings"] = overload_warnings(times.arrival_s, times.first_token_s, times.finish_s,
+                                                np.zeros(len(requests), dtype=np.int64),
+                                                max_num_seqs=self.max_num_seqs, open_loop=self.open_loop)
         return metrics
 
     def write(self, out_dir, *, scenario: Optional[dict] = None, command: Optional[str] = None,
