@@ -24,7 +24,7 @@ sys.path.insert(0, str(REPO))
 
 from simlab.hardware.specs import GPUS  # noqa: E402
 from simlab.real.config import TARGET_PRESETS  # noqa: E402
-from simlab.real.profile_spec import ProfileSpec, build_spec, place_verify  # noqa: E402
+from simlab.real.profiler.spec import ProfileSpec, build_spec, place_verify  # noqa: E402
 
 DEFAULT_OUT = REPO / "hw_profiles" / "h200_qwen3-8b_measured.yaml"
 DRY_RUN_OUT = Path("/tmp/simlab_gpu_profile_dry_run.yaml")
@@ -199,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
     out = args.out or (DRY_RUN_OUT if args.dry_run else DEFAULT_OUT)
     command = dry_run_args(out) if args.dry_run else gpu_args(out, args.budget_s)
     print(f"writing {out} (rewritten after every phase): simlab profile {' '.join(command)}", flush=True)
-    from simlab.real.profile_cli import main as profile_main
+    from simlab.real.profiler.cli import main as profile_main
 
     rc = profile_main(command)
     if rc != 0:

@@ -88,9 +88,13 @@ def report(
 ) -> None:
     """Draw the report figure of a results folder again and print its comparison table."""
     from simlab.outputs import check_out_file, write_file_atomic
+    from simlab.real.validate.report import is_validation_folder, write_validation_report
     from simlab.report import RESULT_FILES, check_results_folder, load_results, render_png
     from simlab.table import arms_table
 
+    if is_validation_folder(results):  # simlab validate's folder: real against simulated
+        Console().print(f"report: {write_validation_report(results)}")
+        return
     check_results_folder(results)
     target = out if out is not None else results / "report.png"
     check_out_file(target, inputs=[results / name for name in RESULT_FILES])
@@ -111,13 +115,15 @@ def _mount_subcommands() -> None:
     from simlab.audit.cli import audit_command
     from simlab.hardware.cli import profiles_app
     from simlab.real.cli import real_app
-    from simlab.real.profile_cli import profile_command
+    from simlab.real.profiler.cli import profile_command
+    from simlab.real.validate.cli import validate_command
     from simlab.workload.cli import traces_app
 
     app.command("audit")(audit_command)
     app.add_typer(acceptance_app, name="acceptance", help="Fit acceptance models from real engines' logs.")
     app.command("calibrate")(calibrate_command)
     app.command("profile")(profile_command)
+    app.command("validate")(validate_command)
     app.add_typer(profiles_app, name="profiles", help="List and export hardware cost profiles.")
     app.add_typer(traces_app, name="traces", help="List and describe the shipped request traces.")
     app.add_typer(real_app, name="real", help="Real mode: train, generate with and evaluate a small pair (needs torch).")

@@ -7,7 +7,7 @@ from typing import Optional
 import numpy as np
 
 from simlab.config.scenario import SLO
-from simlab.engine.simulate import ArmResult
+from simlab.records import ArmRecords
 
 LATENCY_KEYS = ("ttft", "tpot", "itl", "e2el")
 
@@ -48,7 +48,7 @@ def _stats(name: str, values_ms: np.ndarray, weights: Optional[np.ndarray] = Non
     }
 
 
-def per_request_latencies(result: ArmResult, output_tokens: np.ndarray) -> dict[str, np.ndarray]:
+def per_request_latencies(result: ArmRecords, output_tokens: np.ndarray) -> dict[str, np.ndarray]:
     """TTFT, E2E latency and TPOT per request in ms (TPOT is NaN for single-token outputs)."""
     log = result.log
     ttft = (log.first_token_s - log.arrival_s) * 1e3
@@ -59,7 +59,7 @@ def per_request_latencies(result: ArmResult, output_tokens: np.ndarray) -> dict[
     return {"ttft": ttft, "e2el": e2el, "tpot": tpot}
 
 
-def summarise(result: ArmResult, prompt_tokens: np.ndarray, output_tokens: np.ndarray, gamma: int,
+def summarise(result: ArmRecords, prompt_tokens: np.ndarray, output_tokens: np.ndarray, gamma: int,
               slo: Optional[SLO], *, kv_capacity: Optional[int] = None, prefix_caching: bool = False) -> dict:
     """The contract's METRICS for one arm, plus speculation, queueing and KV extras (``kv_capacity``: one
     replica's KV tokens, for the usage fractions)."""
@@ -121,7 +121,7 @@ def summarise(result: ArmResult, prompt_tokens: np.ndarray, output_tokens: np.nd
     return metrics
 
 
-def _kv_metrics(result: ArmResult, prompt_tokens: np.ndarray, kv_capacity: Optional[int], prefix_caching: bool
+def _kv_metrics(result: ArmRecords, prompt_tokens: np.ndarray, kv_capacity: Optional[int], prefix_caching: bool
                 ) -> dict:
     """Preemptions, the prefix cache's hit rate, and KV usage over time (step-time weighted, per replica)."""
     counters, steps = result.counters, result.steps

@@ -8,19 +8,22 @@ closed-form expectations, and confidence calibration (STS). See docs/acceptance.
 - :func:`auc`, :func:`ece`, :func:`confidence_report`, :func:`threshold_sweep`: how good the head is.
 """
 
-from simlab.acceptance.build import DRAFT_METHODS, build_acceptance, check_coverage
-from simlab.acceptance.calibration import apply_sts, fit_sts
-from simlab.acceptance.expected import (
-    expected_conditional_acceptance,
-    expected_survival,
-    expected_tokens_per_round,
-    iid_tokens_per_round,
-)
-from simlab.acceptance.metrics import auc, ece
-from simlab.acceptance.presets import load_preset, shipped_presets
-from simlab.acceptance.report import confidence_report, threshold_sweep
-from simlab.acceptance.spec import ANY_DOMAIN, AcceptanceSpec
-from simlab.acceptance.warmup import WarmupSample, warmup_sample
+from simlab.lazy import lazy_exports
+
+_EXPORTS = {
+    "DRAFT_METHODS": "simlab.acceptance.build", "build_acceptance": "simlab.acceptance.build",
+    "check_coverage": "simlab.acceptance.build",
+    "apply_sts": "simlab.acceptance.calibration", "fit_sts": "simlab.acceptance.calibration",
+    "expected_conditional_acceptance": "simlab.acceptance.expected",
+    "expected_survival": "simlab.acceptance.expected", "expected_tokens_per_round": "simlab.acceptance.expected",
+    "iid_tokens_per_round": "simlab.acceptance.expected",
+    "auc": "simlab.acceptance.metrics", "ece": "simlab.acceptance.metrics",
+    "load_preset": "simlab.acceptance.presets", "shipped_presets": "simlab.acceptance.presets",
+    "confidence_report": "simlab.acceptance.report", "threshold_sweep": "simlab.acceptance.report",
+    "ANY_DOMAIN": "simlab.acceptance.spec", "AcceptanceSpec": "simlab.acceptance.spec",
+    "WarmupSample": "simlab.acceptance.warmup", "warmup_sample": "simlab.acceptance.warmup",
+}
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)  # scipy and the presets load on first use
 
 __all__ = [
     "ANY_DOMAIN",

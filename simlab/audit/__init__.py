@@ -7,17 +7,19 @@
 See docs/audit.md for the file format and the semantics enumerated.
 """
 
-from simlab.audit.cli import audit_command, main
-from simlab.audit.enumeration import (
-    AuditResult,
-    SchedulerVerdict,
-    run_audit,
-    scheduler_distribution,
-    target_distribution,
-    total_variation,
-)
-from simlab.audit.problem import AuditProblem, build_problem, load_audit
-from simlab.audit.report import audit_json, audit_json_text, audit_table
+from simlab.lazy import lazy_exports
+
+_EXPORTS = {
+    "audit_command": "simlab.audit.cli", "main": "simlab.audit.cli",
+    "AuditResult": "simlab.audit.enumeration", "SchedulerVerdict": "simlab.audit.enumeration",
+    "run_audit": "simlab.audit.enumeration", "scheduler_distribution": "simlab.audit.enumeration",
+    "target_distribution": "simlab.audit.enumeration", "total_variation": "simlab.audit.enumeration",
+    "AuditProblem": "simlab.audit.problem", "build_problem": "simlab.audit.problem",
+    "load_audit": "simlab.audit.problem",
+    "audit_json": "simlab.audit.report", "audit_json_text": "simlab.audit.report",
+    "audit_table": "simlab.audit.report",
+}
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 __all__ = [
     "AuditProblem",

@@ -13,19 +13,22 @@ from typing import Annotated, Optional, Sequence
 
 import typer
 
-from simlab.audit.enumeration import AuditResult, run_audit
-from simlab.audit.problem import load_audit
-from simlab.audit.report import audit_json_text, print_report
 from simlab.errors import InputError, OutputError
-from simlab.outputs import check_out_file, write_file_atomic
+
+# the enumeration (numpy, fractions) is imported inside the command, so that `simlab --help` stays fast
 
 
 def audit_command(
     audit_file: Annotated[Path, typer.Argument(help="The audit file (YAML); see docs/audit.md.")],
     out: Annotated[Optional[Path], typer.Option("--out", help="Also write the distributions and TVs as JSON.")] = None,
-) -> AuditResult:
+):
     """Enumerate speculative decoding exactly under each scheduler of AUDIT_FILE and report the total-variation
     distance of the first N output tokens from the target chain (0 exactly means lossless)."""
+    from simlab.audit.enumeration import run_audit
+    from simlab.audit.problem import load_audit
+    from simlab.audit.report import audit_json_text, print_report
+    from simlab.outputs import check_out_file, write_file_atomic
+
     if out is not None:
         check_out_file(out, inputs=[audit_file])
     result = run_audit(load_audit(audit_file))

@@ -9,7 +9,8 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from simlab.schedulers import ScheduleInputs, Scheduler
+from simlab.schedulers import Scheduler
+from simlab.schedulers.step_inputs import schedule_inputs
 
 Confidences = tuple[float, ...]
 
@@ -34,20 +35,22 @@ def verify_seconds(sps: dict[int, float]) -> Callable[[np.ndarray], np.ndarray]:
 class VerifyLengthChooser:
     """Calls a registry scheduler on one request's confidences and returns its verify length l in 0..gamma.
 
-    ``lag`` is how many rounds back the lagged confidences come from (0: the scheduler reads none). A scheduler
-    that plans its draft (``adaptive``) plans it first from the lagged confidences and ``draft_s`` (seconds to
-    draft d = 0..gamma positions). Results are memoised on (current, lagged) confidences: a scheduler is a pure
-    function of its inputs.
+    ``lag`` is how many rounds back the lagged confidences come from (0: the scheduler reads none); a round with
+    no confidences that far back (``lagged`` None) is scheduled with the ``prior`` instead, by the helper the
+    simulator and the real engine use. A scheduler that plans its draft (``adaptive``) plans it first from the
+    lagged confidences and ``draft_s`` (seconds to draft d = 0..gamma positions). Results are memoised on
+    (current, lagged) confidences: a scheduler is a pure function of its inputs.
     """
 
-    def __init__(self, scheduler: Scheduler, gamma: int, sps: dict[int, float], draft_s: tuple[float, ...] = ()
-                 ) -> None:
+    def __init__(self, scheduler: Scheduler, gamma: int, sps: dict[int, float], draft_s: tuple[float, ...] = (),
+                 prior: Optional[Confidences] = None) -> None:
         self.scheduler = scheduler
         self._draft_s = np.array(draft_s if draft_s else (0.0,) * (gamma + 1), dtype=float)
         self.gamma = gamma
         self.lag = scheduler.lag_steps
         self._cost = verify_seconds(sps)
         self._max_len = np.array([[gamma]], dtype=np.int64)
+        self._prior = None if prior is None else np.array(prior, dtype=float)
         self._memo: dict[tuple[Confidences, Optional[Confidences]], int] = {}
 
     def __call__(self, conf: Confidences, lagged: Optional[Confidences]) -> int:
@@ -57,12 +60,15 @@ class VerifyLengthChooser:
         return self._memo[key]
 
     def _decide(self, conf: Confidences, lagged: Optional[Confidences]) -> int:
-        inputs = ScheduleInputs(
+        known = lagged is not None
+        inputs = schedule_inputs(
+            self.scheduler,
             conf=np.array([[conf]], dtype=float),
             max_len=self._max_len,
             verify_s=self._cost,
-            lagged_conf=None if lagged is None else np.array([[lagged]], dtype=float),
-            lagged_max_len=None if lagged is None else self._max_len,
+            lagged_conf=np.array([[lagged]], dtype=float) if known else np.zeros((1, 1, self.gamma)),
+            lagged_known=np.array([[known]]),
+            prior_conf=self._prior,
         )
         if self.scheduler.plans_draft:  # the draft plan first: how much to draft, from the lagged confidences
             inputs.draft_cost = lambda lengths, drafting: np.where(drafting > 0, self._draft_s[lengths], 0.0)

@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Optional
 
 from simlab.audit.decisions import Confidences, VerifyLengthChooser
 from simlab.audit.problem import AuditedScheduler, AuditProblem, ExactChain
@@ -62,7 +61,8 @@ def target_distribution(chain: ExactChain, length: int) -> Distribution:
 def scheduler_distribution(problem: AuditProblem, audited: AuditedScheduler) -> Distribution:
     """The exact joint distribution of the first N tokens emitted under ``audited``'s verify lengths."""
     rounds = RoundEnumerator(problem.target, problem.draft, problem.gamma)
-    choose = VerifyLengthChooser(audited.scheduler, problem.gamma, problem.sps, problem.draft_s)
+    choose = VerifyLengthChooser(audited.scheduler, problem.gamma, problem.sps, problem.draft_s,
+                                 prior=problem.prior_confidence)
     lag, n = choose.lag, problem.num_output_tokens
     finished: Distribution = defaultdict(Fraction)
     frontier: dict[tuple[Sequence, tuple[Confidences, ...]], Fraction] = {((), ()): Fraction(1)}
@@ -70,7 +70,7 @@ def scheduler_distribution(problem: AuditProblem, audited: AuditedScheduler) -> 
         following: dict[tuple[Sequence, tuple[Confidences, ...]], Fraction] = defaultdict(Fraction)
         for (emitted, history), p_state in frontier.items():
             anchor = emitted[-1] if emitted else None
-            lagged = _lagged(history, lag, problem.prior_confidence)
+            lagged = history[0] if lag and len(history) == lag else None  # None: the prior stands in
             for block, p_block in rounds.blocks(anchor):
                 conf = problem.confidence.block(block)
                 length = choose(conf, lagged)
@@ -84,13 +84,6 @@ def scheduler_distribution(problem: AuditProblem, audited: AuditedScheduler) -> 
                         following[(out, kept)] += p
         frontier = following
     return dict(finished)
-
-
-def _lagged(history: tuple[Confidences, ...], lag: int, prior: Confidences) -> Optional[Confidences]:
-    """The confidences of the round ``lag`` rounds back, or the prior while no such round exists yet."""
-    if lag == 0:
-        return None
-    return history[0] if len(history) == lag else prior
 
 
 def total_variation(p: Distribution, q: Distribution) -> Fraction:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from simlab.engine.decode import ArmPolicy, DecodeSet
-from simlab.schedulers import ScheduleInputs
+from simlab.schedulers.step_inputs import schedule_inputs
 
 MAX_PASSES = 3
 
@@ -110,9 +110,6 @@ def plan_block(policy: ArmPolicy, roster: Roster, num_steps: int, store=None) ->
     # the store may hold fewer steps than the block spans for requests expected to finish sooner: a step where
     # such a request is still active is not exact
     lacking = own_step - own_step[0] >= draws["held"][None, :] if num_steps > 1 else None
-    lagged = None
-    if policy.lag_steps:  # each request's confidences `lag` decode steps earlier (the prior before it has any)
-        lagged = np.where(draws["lagged_known"][..., None], draws["lagged_conf"], policy.prior_conf)
     outcomes = _Outcomes(policy, roster, joined, draws)
     # first guess: every drafted position verified (what load-aware schedulers do at low load); a single step's
     # inputs do not depend on emissions
@@ -122,7 +119,7 @@ def plan_block(policy: ArmPolicy, roster: Roster, num_steps: int, store=None) ->
     active, max_len, context = inputs(guess)
     true_accepted = outcomes.given(guess)
     for _ in range(MAX_PASSES if num_steps > 1 else 1):
-        lengths, plan = _schedule(policy, true_accepted, draws, active, max_len, context, lagged)
+        lengths, plan = _schedule(policy, true_accepted, draws, active, max_len, context)
         accepted = np.minimum(true_accepted, lengths)
         emitted = np.where(active, accepted + 1, 0)
         if num_steps == 1:
@@ -216,7 +213,7 @@ class _Outcomes:
         return guess
 
 
-def _schedule(policy: ArmPolicy, true_accepted, draws, active, max_len, context, lagged):
+def _schedule(policy: ArmPolicy, true_accepted, draws, active, max_len, context):
     """Verify lengths [K, N] of every step, and the draft plan (lengths [K], requests drafting [K]) of a
     scheduler that plans its draft (None: every decoding request drafts gamma)."""
     num_rows = active.shape[1]
@@ -227,14 +224,16 @@ def _schedule(policy: ArmPolicy, true_accepted, draws, active, max_len, context,
     requests = batch[:, None] if varying else num_rows
     cost = policy.cost
     scheduler = policy.scheduler
-    inputs = ScheduleInputs(
+    inputs = schedule_inputs(  # lagged schedulers: confidences `lag` decode steps earlier, else the prior
+        scheduler,
         conf=draws["conf"],
         max_len=max_len,
         verify_s=lambda batch_tokens: cost.verify_s(batch_tokens, ctx, requests),
         draft_s=policy.draft_s(batch, context.astype(float)) if scheduler.entry.reads_draft_cost else 0.0,
         token_budget=np.maximum(policy.max_batch_tokens - anchors, 0),
-        lagged_conf=lagged,
-        lagged_max_len=max_len if lagged is not None else None,
+        lagged_conf=draws.get("lagged_conf"),
+        lagged_known=draws.get("lagged_known"),
+        prior_conf=policy.prior_conf,
         true_accepted=true_accepted,
         num_requests=batch if varying else None,
     )

@@ -6,21 +6,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-STEP_COLUMNS = (
-    "t_s",
-    "step_s",
-    "replica",
-    "num_requests",
-    "decode_requests",
-    "batch_tokens",
-    "verify_tokens",
-    "accepted_tokens",
-    "emitted_tokens",
-    "prefill_tokens",
-    "kv_tokens",
-    "drafted_tokens",
-    "draft_len",
-)
+from simlab.records import STEP_COLUMNS as _SCHEMA
+
+STEP_COLUMNS = tuple(name for name in _SCHEMA if name != "arm")  # the results folder's step columns
 _FLOAT_COLUMNS = {"t_s", "step_s"}
 
 

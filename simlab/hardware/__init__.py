@@ -8,12 +8,19 @@
 - ``simlab profiles`` (:mod:`simlab.hardware.cli`) lists and exports profiles.
 """
 
-from simlab.hardware.base import DRAFT_METHODS, CostModel
-from simlab.hardware.buckets import Buckets, vllm_default_capture_sizes
-from simlab.hardware.profiles import build_cost_model, load_profile, shipped_profiles
-from simlab.hardware.roofline import RooflineCostModel, build_roofline
-from simlab.hardware.specs import GPUS, MODELS, GpuSpec, ModelConfig
-from simlab.hardware.table import TableCostModel
+from simlab.lazy import lazy_exports
+
+_EXPORTS = {
+    "DRAFT_METHODS": "simlab.hardware.base", "CostModel": "simlab.hardware.base",
+    "Buckets": "simlab.hardware.buckets", "vllm_default_capture_sizes": "simlab.hardware.buckets",
+    "build_cost_model": "simlab.hardware.profiles", "load_profile": "simlab.hardware.profiles",
+    "shipped_profiles": "simlab.hardware.profiles",
+    "RooflineCostModel": "simlab.hardware.roofline", "build_roofline": "simlab.hardware.roofline",
+    "GPUS": "simlab.hardware.specs", "MODELS": "simlab.hardware.specs", "GpuSpec": "simlab.hardware.specs",
+    "ModelConfig": "simlab.hardware.specs",
+    "TableCostModel": "simlab.hardware.table",
+}
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 __all__ = [
     "Buckets",

@@ -8,26 +8,18 @@ from __future__ import annotations
 
 from enum import Enum
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
-from simlab.config.base import StrictModel
-from simlab.config.hardware import HardwareConfig, RooflineHardware
 from simlab.errors import InputError
-from simlab.hardware.base import CostModel
-from simlab.hardware.catalog import SHIPPED_GPUS
-from simlab.hardware.export import ExportSettings, is_sps_file, sps_dict, table_dict, write_sps, write_table
 from simlab.hardware.fit_cli import fit_command
-from simlab.hardware.profiles import (build_cost_model, check_is_table, is_shipped_profile, load_profile,
-                                     shipped_profiles)
-from simlab.hardware.roofline import build_roofline
-from simlab.hardware.table import TableCostModel
-from simlab.hardware.specs import GPUS, MODELS
-from simlab.resources import is_bare_name
-from simlab.validation import validate
+
+if TYPE_CHECKING:
+    from simlab.config.hardware import HardwareConfig
+    from simlab.hardware.base import CostModel
+
+# the cost-model modules (numpy, pydantic) are imported inside the commands, so that `simlab --help` stays fast
 
 ROOFLINE_PREFIX = "roofline:"
 SOURCE_HELP = (
@@ -50,15 +42,16 @@ class ExportFormat(str, Enum):
     sglang_sps = "sglang-sps"
 
 
-class _ScenarioHardware(StrictModel):
-    """The one part of a scenario file that export reads."""
-
-    hardware: HardwareConfig
-
-
 @profiles_app.command("list")
 def list_command() -> None:
     """Show the shipped profiles, and the GPUs and models a roofline can combine."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from simlab.hardware.catalog import SHIPPED_GPUS
+    from simlab.hardware.profiles import load_profile, shipped_profiles
+    from simlab.hardware.specs import GPUS, MODELS
+
     console = Console()
     profiles = Table(title="Shipped profiles (hw_profiles/; use the name as `hardware:`)")
     profiles.add_column("name", no_wrap=True)
@@ -118,6 +111,8 @@ def export_command(
     max_batch_tokens: int = typer.Option(8192, "--max-batch-tokens", min=1, help="Largest batch size sampled."),
 ) -> None:
     """Write a cost model as a table file (contract format, with provenance) or SGLang's SPS JSON."""
+    from simlab.hardware.export import ExportSettings, is_sps_file, sps_dict, table_dict, write_sps, write_table
+    from simlab.hardware.profiles import is_shipped_profile
     from simlab.outputs import check_out_file
 
     source_file = [] if source.startswith(ROOFLINE_PREFIX) or is_shipped_profile(source) else [Path(source)]
@@ -138,6 +133,8 @@ def export_command(
 
 def _context_note(cost_model: CostModel, context_tokens: int) -> str:
     """For a table measured at some contexts only: say when the SPS context lies outside them."""
+    from simlab.hardware.table import TableCostModel
+
     rows = cost_model.config.verify.context_tokens if isinstance(cost_model, TableCostModel) else None
     if not rows or rows[0] <= context_tokens <= rows[-1]:
         return ""
@@ -147,6 +144,20 @@ def _context_note(cost_model: CostModel, context_tokens: int) -> str:
 
 def resolve_source(source: str, *, tensor_parallel: Optional[int] = None) -> CostModel:
     """The cost model ``source`` names (see ``simlab profiles export --help``)."""
+    from simlab.config.base import StrictModel
+    from simlab.config.hardware import HardwareConfig, RooflineHardware
+    from simlab.hardware.profiles import check_is_table, is_shipped_profile
+    from simlab.hardware.roofline import build_roofline
+    from simlab.hardware.specs import GPUS, MODELS
+    from simlab.resources import is_bare_name
+    from simlab.scenario import read_yaml
+    from simlab.validation import validate
+
+    class _ScenarioHardware(StrictModel):
+        """The one part of a scenario file that export reads."""
+
+        hardware: HardwareConfig
+
     if source.startswith(ROOFLINE_PREFIX):
         parts = source[len(ROOFLINE_PREFIX):].split(":")
         if len(parts) != 2 or not all(parts):
@@ -156,8 +167,6 @@ def resolve_source(source: str, *, tensor_parallel: Optional[int] = None) -> Cos
         return build_roofline(cfg, field="SOURCE")
     if is_bare_name(source) or is_shipped_profile(source):
         return _build(source, tensor_parallel, base_dir=Path.cwd(), file=None, field="SOURCE")
-    from simlab.scenario import read_yaml  # here, not at the top: the scenario loader may import this package
-
     path = Path(source)
     data = read_yaml(path, what="profile or scenario file")
     if isinstance(data, dict) and "hardware" in data:
@@ -172,6 +181,9 @@ def resolve_source(source: str, *, tensor_parallel: Optional[int] = None) -> Cos
 
 def _build(hardware: HardwareConfig, tensor_parallel: Optional[int], *, base_dir: Path, file: Optional[Path],
            field: str) -> CostModel:
+    from simlab.config.hardware import RooflineHardware
+    from simlab.hardware.profiles import build_cost_model
+
     if tensor_parallel is not None:
         if not isinstance(hardware, RooflineHardware):
             raise InputError("--tp applies only to a roofline source", field="--tp", value=tensor_parallel,

@@ -9,9 +9,7 @@ from typing import Optional
 
 import typer
 
-from simlab.hardware.export import table_text
-from simlab.hardware.userfit import GENERATOR, fit_profile, read_measurements
-from simlab.outputs import check_out_file, write_file_atomic
+# the fit's modules (numpy, scipy) are imported inside the command, so that `simlab --help` stays fast
 
 
 def fit_command(
@@ -21,6 +19,10 @@ def fit_command(
     name: Optional[str] = typer.Option(None, "--name", help="The profile's name (default: the output file's stem)."),
 ) -> None:
     """Fit your benchmark numbers with the calibrated roofline's smooth knee and write a table profile."""
+    from simlab.hardware.export import table_text
+    from simlab.hardware.userfit import GENERATOR, fit_profile, read_measurements
+    from simlab.outputs import check_out_file, write_file_atomic
+
     check_out_file(out, inputs=[measurements])
     data = fit_profile(read_measurements(measurements), name=name or out.stem,
                        command="simlab " + " ".join(shlex.quote(a) for a in sys.argv[1:]))

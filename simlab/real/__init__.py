@@ -5,7 +5,7 @@
 - :mod:`simlab.real.drafter`      DFlash/DSpark block drafter: K/V injection, Markov head, confidence head
 - :mod:`simlab.real.sampling`     lossless verification (speculative sampling / greedy matching)
 - :mod:`simlab.real.engine`       batched speculative decoding with the shared schedulers, writing records
-- :mod:`simlab.real.hf_checkpoint` local Hugging Face Qwen3 checkpoints (:mod:`.safetensors_io`)
+- :mod:`simlab.real.hf_checkpoint` local Hugging Face Qwen3 checkpoints (read and written with `safetensors`)
 - :mod:`simlab.real.train`, :mod:`.recipe`, :mod:`.pair`  training and shipping a small pair
 - :mod:`simlab.real.cli`          the ``simlab real`` commands (``real_app``)
 

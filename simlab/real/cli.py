@@ -60,6 +60,10 @@ def _scheduler(kind: str, threshold: Optional[float], lag_steps: Optional[int]):
         _fail(f"{option} {problem['input']}: {problem['msg'].lower()}")
 
 
+def _command_line() -> str:
+    return " ".join(["simlab", *map(shlex.quote, sys.argv[1:])])
+
+
 def _load(pair_dir: Optional[Path]):
     from simlab.real.pair import load_pair
 
@@ -111,20 +115,21 @@ def generate(
 ) -> None:
     """Generate from a prompt with speculative decoding and print the text, tau and tokens/s."""
     _prepare_torch(threads)
-    from simlab.real.engine import EngineConfig, Request, SpeculativeEngine
+    from simlab.config import EngineConfig
+    from simlab.real.engine import DecodingConfig, Request, SpeculativeEngine
 
     policy = _scheduler(scheduler, threshold, lag_steps)
     loaded = _load(pair)
     prompt_ids = tuple(loaded.tokenizer.encode_document(prompt))
     cost = None
     if policy.entry.reads_verify_cost:
-        from simlab.real.profile import profile_verify_cost
+        from simlab.real.profiler.verify_cost import profile_verify_cost
 
         cost = profile_verify_cost(loaded.target, max_num_seqs=1, max_batch_tokens=gamma + 1)
-    config = EngineConfig(gamma=gamma, temperature=temperature, max_num_seqs=1,
-                          max_seq_len=len(prompt_ids) + max_new_tokens + 1, seed=seed,
-                          eos_token_id=loaded.tokenizer.eos_id)
-    result = SpeculativeEngine(loaded.target, loaded.drafter if gamma else None, policy, config, cost).run(
+    decoding = DecodingConfig(gamma=gamma, temperature=temperature, seed=seed, eos_token_id=loaded.tokenizer.eos_id)
+    limits = EngineConfig(max_num_seqs=1)
+    result = SpeculativeEngine(loaded.target, loaded.drafter if gamma else None, policy, decoding, limits, cost,
+                               prior_conf=loaded.prior_confidence(temperature, gamma)).run(
         [Request(id=0, prompt_ids=prompt_ids, max_new_tokens=max_new_tokens)])
     typer.echo(prompt + loaded.tokenizer.decode(result.outputs[0]))
     typer.echo(f"--- {len(result.outputs[0])} tokens, tau {result.tau:.2f}, {result.output_tokens_per_s:.0f} tok/s",
@@ -144,43 +149,48 @@ def evaluate(
     lag_steps: Optional[int] = typer.Option(None, min=0),
     seed: int = typer.Option(0),
     pair: Optional[Path] = typer.Option(None, help="Pair folder (default: the shipped pair)."),
-    out: Optional[Path] = typer.Option(None, help="Write requests.csv, steps.csv, request_steps.csv here."),
+    out: Optional[Path] = typer.Option(None, help="Write a results folder here (as `simlab run`, plus rounds.csv.gz)."),
     threads: Optional[int] = typer.Option(None, min=1),
 ) -> None:
-    """Measure tau (bonus included) on held-out stdlib prompts; optionally write the engine's records."""
-    from simlab.outputs import check_out_dir, staged_dir
+    """Measure tau (bonus included) on held-out stdlib prompts; optionally write the run's results folder."""
+    from simlab.outputs import check_out_dir
 
-    out_dir = check_out_dir(out, kind="real-eval") if out is not None else None
+    out_dir = check_out_dir(out, kind="run") if out is not None else None  # a results folder, as simlab run's
     _prepare_torch(threads)
     from simlab.real.corpus import load_corpus
-    from simlab.real.engine import EngineConfig, SpeculativeEngine
+    from simlab.config import EngineConfig
+    from simlab.real.engine import DecodingConfig, SpeculativeEngine
     from simlab.real.evaluate import heldout_requests
 
     policy = _scheduler(scheduler, threshold, lag_steps)
     loaded = _load(pair)
     cost = None
     if policy.entry.reads_verify_cost:
-        from simlab.real.profile import profile_verify_cost
+        from simlab.real.profiler.verify_cost import profile_verify_cost
 
         cost = profile_verify_cost(loaded.target, max_num_seqs=max_num_seqs,
                                    max_batch_tokens=max_num_seqs * (gamma + 1))
     corpus = load_corpus()
     requests = heldout_requests(corpus.validation, num_prompts=num_prompts, prompt_len=prompt_len,
                                 max_new_tokens=max_new_tokens, seed=seed)
-    config = EngineConfig(gamma=gamma, temperature=temperature, max_num_seqs=max_num_seqs,
-                          max_seq_len=prompt_len + max_new_tokens + 1, seed=seed, arm=f"{scheduler}-g{gamma}")
-    result = SpeculativeEngine(loaded.target, loaded.drafter if gamma else None, policy, config, cost).run(requests)
+    decoding = DecodingConfig(gamma=gamma, temperature=temperature, seed=seed, arm=f"{scheduler}-g{gamma}")
+    limits = EngineConfig(max_num_seqs=max_num_seqs)
+    result = SpeculativeEngine(loaded.target, loaded.drafter if gamma else None, policy, decoding, limits,
+                               cost, prior_conf=loaded.prior_confidence(temperature, gamma)).run(requests)
+    decode = result.steps[result.steps["decode_requests"] > 0]
     summary = {
         "tau": result.tau, "standard_error": result.tau_standard_error, "num_rounds": result.num_rounds,
         "per_position_acceptance": [round(float(x), 4) for x in result.per_position_acceptance()],
-        "mean_verify_tokens_per_step": float(result.steps.loc[result.steps.kind == "decode", "verify_tokens"].mean()),
+        "mean_verify_tokens_per_step": float(decode["verify_tokens"].mean()),
         "output_tokens_per_s": result.output_tokens_per_s, "wall_s": result.wall_s,
     }
     typer.echo(json.dumps(summary, indent=2))
     if out_dir is not None:
-        with staged_dir(out_dir, kind="real-eval") as staging:
-            result.write(staging)
-        typer.echo(f"wrote {out}/requests.csv, steps.csv, request_steps.csv", err=True)
+        settings = {"gamma": gamma, "temperature": temperature, "num_prompts": num_prompts, "prompt_len": prompt_len,
+                    "max_new_tokens": max_new_tokens, "max_num_seqs": max_num_seqs, "scheduler": policy.kind,
+                    "seed": seed, "pair": str(pair) if pair else "shipped"}
+        result.write(out_dir, scenario={"name": "real-eval", "real": settings}, command=_command_line())
+        typer.echo(f"wrote {out}/ (summary.json, requests.csv, steps.csv.gz, rounds.csv.gz)", err=True)
 
 
 @real_app.command()

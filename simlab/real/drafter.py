@@ -104,12 +104,18 @@ class Drafter(nn.Module):
     ) -> None:
         """Project the first ``query_lengths[b]`` tokens' target features into every draft layer's K/V and
         append them to the slots' context (positions continue each slot's length)."""
+        batch = cache.plan(slot_ids, query_lengths, layer_hidden.shape[1])
+        if batch.packed:  # padded rows (a prompt chunk beside decode rows): only the real tokens are projected
+            layer_hidden = batch.pack(layer_hidden)
         features = self.fuse_features(layer_hidden)
-        batch = cache.plan(slot_ids, query_lengths, features.shape[1])
         cos, sin = rotary_cos_sin(batch.positions, self.backbone_config.head_dim, self.backbone_config.rope_theta,
                                   features.dtype)
+        if batch.packed:
+            cos, sin = (batch.pack(c[:, 0])[:, None] for c in (cos, sin))
         for index, layer in enumerate(self.layers):
             key, value = layer.self_attn.key_value(features, cos, sin)
+            if batch.packed:
+                key, value = batch.unpack_heads(key), batch.unpack_heads(value)
             cache.write(index, batch, key, value)
         cache.commit(batch)
 

@@ -7,7 +7,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from simlab.real.drafter import Drafter
-from simlab.real.engine import EngineConfig, EngineResult, Request, SpeculativeEngine
+from simlab.config import EngineConfig
+from simlab.real.engine import DecodingConfig, EngineResult, Request, SpeculativeEngine
 from simlab.real.target import TargetModel
 from simlab.schedulers import Scheduler
 
@@ -62,9 +63,9 @@ def measure_tau(
     """Run held-out prompts through the engine (fixed gamma unless ``scheduler``) and report tau."""
     requests = heldout_requests(tokens, num_prompts=num_prompts, prompt_len=prompt_len,
                                 max_new_tokens=max_new_tokens, seed=seed)
-    config = EngineConfig(gamma=gamma, temperature=temperature, max_num_seqs=max_num_seqs,
-                          max_seq_len=prompt_len + max_new_tokens + 1, seed=seed, arm=f"gamma{gamma}")
-    result = SpeculativeEngine(target, drafter, scheduler, config).run(requests)
+    decoding = DecodingConfig(gamma=gamma, temperature=temperature, seed=seed, arm=f"gamma{gamma}")
+    limits = EngineConfig(max_num_seqs=max_num_seqs)
+    result = SpeculativeEngine(target, drafter, scheduler, decoding, limits).run(requests)
     return TauReport(
         tau=result.tau, standard_error=result.tau_standard_error, num_rounds=result.num_rounds,
         per_position_acceptance=tuple(float(x) for x in result.per_position_acceptance()),

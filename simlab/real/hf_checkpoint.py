@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Iterator
 
 import torch
+from safetensors import safe_open
+from safetensors.torch import save_file
 
 from simlab.real.config import TargetConfig
-from simlab.real.safetensors_io import iter_tensors, save_file
 from simlab.real.target import TargetModel
 
 SUPPORTED_MODEL_TYPES = ("qwen3",)
@@ -88,6 +90,19 @@ def _shards(folder: Path) -> list[Path]:
     return found
 
 
+def iter_tensors(path: str | Path) -> Iterator[tuple[str, torch.Tensor]]:
+    """(name, tensor) for every tensor of one safetensors file, read one at a time (the ``safetensors`` package)."""
+    with safe_open(str(path), framework="pt", device="cpu") as shard:
+        for name in shard.keys():
+            yield name, shard.get_tensor(name)
+
+
+def save_tensors(path: str | Path, tensors: dict[str, torch.Tensor]) -> None:
+    """Write ``tensors`` to one safetensors file (contiguous CPU copies; ``format: pt`` metadata, as HF writes)."""
+    save_file({name: t.detach().to("cpu").contiguous() for name, t in tensors.items()}, str(path),
+              metadata={"format": "pt"})
+
+
 def load_hf_checkpoint(
     folder: str | Path, *, dtype: torch.dtype | None = None, device: torch.device | str = "cpu"
 ) -> TargetModel:
@@ -145,7 +160,7 @@ def save_hf_checkpoint(
     (folder / "config.json").write_text(json.dumps(config_to_hf(model.config, dtype), indent=2))
     total = sum(t.numel() * t.element_size() for t in tensors.values())
     if max_shard_bytes is None or total <= max_shard_bytes:
-        save_file(folder / SINGLE_FILE, tensors, {"format": "pt"})
+        save_tensors(folder / SINGLE_FILE, tensors)
         return folder
     shards: list[dict[str, torch.Tensor]] = [{}]
     size = 0
@@ -159,12 +174,12 @@ def save_hf_checkpoint(
     weight_map = {}
     for i, shard in enumerate(shards):
         file_name = f"model-{i + 1:05d}-of-{len(shards):05d}.safetensors"
-        save_file(folder / file_name, shard, {"format": "pt"})
+        save_tensors(folder / file_name, shard)
         weight_map.update({name: file_name for name in shard})
     index = {"metadata": {"total_size": total}, "weight_map": weight_map}
     (folder / INDEX_FILE).write_text(json.dumps(index, indent=2))
     return folder
 
 
-__all__ = ["config_from_hf", "config_to_hf", "load_hf_checkpoint", "save_hf_checkpoint",
-           "hf_to_local_name", "local_to_hf_name"]
+__all__ = ["config_from_hf", "config_to_hf", "hf_to_local_name", "iter_tensors", "load_hf_checkpoint",
+           "local_to_hf_name", "save_hf_checkpoint", "save_tensors"]

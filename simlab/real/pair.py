@@ -22,8 +22,7 @@ import torch
 
 from simlab.real.config import DrafterConfig
 from simlab.real.drafter import Drafter
-from simlab.real.hf_checkpoint import load_hf_checkpoint, save_hf_checkpoint
-from simlab.real.safetensors_io import iter_tensors, save_file
+from simlab.real.hf_checkpoint import iter_tensors, load_hf_checkpoint, save_hf_checkpoint, save_tensors
 from simlab.real.target import TargetModel
 from simlab.real.tokenizer import ByteTokenizer
 
@@ -38,6 +37,17 @@ class Pair:
     drafter: Drafter
     tokenizer: ByteTokenizer
     metrics: dict
+
+    def prior_confidence(self, temperature: float, gamma: int) -> list[float]:
+        """The confidence head's mean c_1..c_gamma that the pair's measurement recorded at the temperature nearest
+        ``temperature`` (the last position repeated beyond what was measured; 0.5 where nothing was): what a
+        lagged scheduler reads for a request younger than its lag."""
+        recorded = {float(t): v.get("mean_confidence") for t, v in (self.metrics.get("tau") or {}).items()}
+        recorded = {t: v for t, v in recorded.items() if v}
+        if not recorded:
+            return [0.5] * gamma
+        values = recorded[min(recorded, key=lambda t: abs(t - temperature))]
+        return [float(values[min(k, len(values) - 1)]) for k in range(gamma)]
 
 
 def default_pair_dir() -> Path:
@@ -59,7 +69,7 @@ def save_pair(folder: str | Path, target: TargetModel, drafter: Drafter, *, dtyp
     (folder / "drafter").mkdir(parents=True, exist_ok=True)
     (folder / "drafter" / "config.json").write_text(json.dumps(drafter.config.to_dict(), indent=2))
     tensors = {name: p.detach().to(dtype) for name, p in drafter.state_dict().items()}
-    save_file(folder / "drafter" / "model.safetensors", tensors, {"format": "pt"})
+    save_tensors(folder / "drafter" / "model.safetensors", tensors)
     if metrics is not None:
         (folder / "metrics.json").write_text(json.dumps(metrics, indent=2))
     return folder

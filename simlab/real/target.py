@@ -87,14 +87,16 @@ class TargetModel(nn.Module):
         query_lengths: torch.Tensor | None = None,
         positions: torch.Tensor | None = None,
         hidden_layer_ids: Sequence[int] = (),
+        row_groups: Sequence[int] | None = None,
     ) -> TargetOutput:
         """Run ``input_ids`` [B, Q].
 
         With a ``cache``: row b is request slot ``slot_ids[b]`` (default: row b), its first
         ``query_lengths[b]`` tokens (default: all Q) are real and continue the slot's cached sequence; their
         keys/values are written and the slot's length advances by ``query_lengths[b]``. Roll back with
-        :meth:`StaticKVCache.truncate`. Without a cache: plain causal attention over the Q tokens at
-        ``positions`` (default 0..Q-1).
+        :meth:`StaticKVCache.truncate`. ``row_groups`` (sizes of contiguous row groups) attends each group padded
+        to its own longest row. Without a cache: plain causal attention over the Q tokens at ``positions``
+        (default 0..Q-1).
         """
         b, q = input_ids.shape
         x = self.embed_tokens(input_ids)
@@ -104,7 +106,7 @@ class TargetModel(nn.Module):
                 slot_ids = torch.arange(b, device=input_ids.device)
             if query_lengths is None:
                 query_lengths = torch.full((b,), q, dtype=torch.long, device=input_ids.device)
-            batch = cache.plan(slot_ids, query_lengths, q)
+            batch = cache.plan(slot_ids, query_lengths, q, tuple(row_groups) if row_groups else None)
             positions = batch.positions
         elif positions is None:
             positions = torch.arange(q, device=input_ids.device).expand(b, q)
@@ -124,30 +126,53 @@ class TargetModel(nn.Module):
         """The decoder layers over embeddings ``x`` [B, Q, hidden]: the last layer's output and the stacked outputs
         of ``hidden_layer_ids`` [B, Q, m, hidden] (None when empty). With a cache plan ``batch``, keys/values are
         written to ``cache`` and each row attends to its slot's context (the lengths are not committed); without,
-        plain causal attention."""
+        plain causal attention. A plan with padded rows (``batch.token_index``) runs packed: projections, norms
+        and MLPs over the real tokens only, attention per row; the outputs are zero at the padding."""
         wanted = {int(layer_id): i for i, layer_id in enumerate(hidden_layer_ids)}
+        packed = batch is not None and batch.packed
+        if packed:
+            x = batch.pack(x)
+            cos, sin = (batch.pack(c[:, 0])[:, None] for c in (cos, sin))
         collected: list[torch.Tensor] = [x] * len(wanted)
         for index, layer in enumerate(self.layers):
             attn = layer.self_attn
             h = layer.input_layernorm(x)
             query = attn.query(h, cos, sin)
             key, value = attn.key_value(h, cos, sin)
-            if batch is not None:
-                cache.write(index, batch, key, value)
-                key, value = cache.read(index, batch)
-                attended = attend(query, key, value, batch.mask)
-            else:
+            if batch is None:
                 attended = attend(query, key, value, None, causal=True)
+            elif not packed:
+                attended = _attend_cached(cache, index, batch, query, key, value)
+            elif batch.groups is None:
+                attended = batch.pack_heads(_attend_cached(cache, index, batch, *(batch.unpack_heads(t) for t in (
+                    query, key, value))))
+            else:  # each group padded to its own longest row
+                attended = torch.cat([
+                    group.pack_heads(_attend_cached(cache, index, group, *(
+                        group.unpack_heads(t[:, :, first:end]) for t in (query, key, value))))
+                    for group, (first, end) in zip(batch.groups, batch.group_tokens)], dim=2)
             x = x + attn.output(attended)
             x = layer.mlp_block(x)
             if index in wanted:
                 collected[wanted[index]] = x
-        return x, (torch.stack(collected, dim=2) if collected else None)
+        layer_hidden = torch.stack(collected, dim=2) if collected else None
+        if packed:
+            x = batch.unpack(x)
+            layer_hidden = batch.unpack(layer_hidden) if layer_hidden is not None else None
+        return x, layer_hidden
 
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """LM-head logits for final hidden states, in float32 or better (float64 models keep float64)."""
         logits = self.lm_head(hidden)
         return logits.to(torch.promote_types(logits.dtype, torch.float32))
+
+
+def _attend_cached(cache: StaticKVCache, layer: int, batch: CacheBatch, query: torch.Tensor, key: torch.Tensor,
+                   value: torch.Tensor) -> torch.Tensor:
+    """Write the batch's keys/values [B, Hkv, Q, D] to the cache, then attend each row to its slot's context."""
+    cache.write(layer, batch, key, value)
+    key, value = cache.read(layer, batch)
+    return attend(query, key, value, batch.mask)
 
 
 __all__ = ["INIT_STD", "TargetModel", "TargetOutput", "init_weights"]

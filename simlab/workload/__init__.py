@@ -5,24 +5,19 @@
 workload is a closed loop, and a JSON-able description of its source.
 """
 
-from __future__ import annotations
+from simlab.lazy import lazy_exports
 
-from pathlib import Path
-
-from simlab.config.workload import (
-    ClosedLoopWorkload,
-    GammaWorkload,
-    PoissonWorkload,
-    TraceWorkload,
-    WorkloadConfig,
-)
-from simlab.workload.empirical import EmpiricalPools
-from simlab.workload.replay import build_trace_workload
-from simlab.workload.requests import DEFAULT_DOMAINS, ClosedLoop, Requests, Workload
-from simlab.workload.stats import TraceStats, trace_stats
-from simlab.workload.synthetic import build_closed_loop, build_open_loop
-from simlab.workload.trace_index import ShippedTrace, TraceLocation, locate_trace, shipped_traces
-from simlab.workload.traces import TraceOrigin, TraceTable, read_trace
+_EXPORTS = {
+    "build_workload": "simlab.workload.build",
+    "DEFAULT_DOMAINS": "simlab.workload.requests", "ClosedLoop": "simlab.workload.requests",
+    "Requests": "simlab.workload.requests", "Workload": "simlab.workload.requests",
+    "TraceStats": "simlab.workload.stats", "trace_stats": "simlab.workload.stats",
+    "ShippedTrace": "simlab.workload.trace_index", "TraceLocation": "simlab.workload.trace_index",
+    "locate_trace": "simlab.workload.trace_index", "shipped_traces": "simlab.workload.trace_index",
+    "TraceOrigin": "simlab.workload.traces", "TraceTable": "simlab.workload.traces",
+    "read_trace": "simlab.workload.traces",
+}
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 __all__ = [
     "DEFAULT_DOMAINS",
@@ -40,23 +35,3 @@ __all__ = [
     "shipped_traces",
     "trace_stats",
 ]
-
-
-def build_workload(cfg: WorkloadConfig, *, base_dir: Path, seed: int, file: str | Path,
-                   prefix_ids: bool = False) -> Workload:
-    """The requests of the workload ``cfg``.
-
-    ``base_dir`` resolves relative trace paths (the scenario file's folder); ``seed`` seeds every random draw
-    (the same seed gives the same requests); ``file`` is the scenario file, named in errors. Raises
-    :class:`~simlab.errors.InputError` for a missing or malformed trace. ``prefix_ids`` also reads the prompts'
-    prefix block ids where the trace has them (prefix caching).
-    """
-    base_dir = Path(base_dir)
-    if isinstance(cfg, TraceWorkload):
-        return build_trace_workload(cfg, base_dir=base_dir, seed=seed, file=file, prefix_ids=prefix_ids)
-    pools = EmpiricalPools(base_dir=base_dir, file=file)
-    if isinstance(cfg, (PoissonWorkload, GammaWorkload)):
-        return build_open_loop(cfg, seed=seed, read_pool=pools)
-    if isinstance(cfg, ClosedLoopWorkload):
-        return build_closed_loop(cfg, seed=seed, read_pool=pools)
-    raise TypeError(f"not a workload config: {type(cfg).__name__}")

@@ -8,31 +8,37 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from simlab.config.workload import TraceColumns
 from simlab.errors import InputError
-from simlab.workload.stats import TraceStats, trace_stats
-from simlab.workload.trace_index import locate_trace, shipped_traces
-from simlab.workload.traces import TraceOrigin, read_trace
+
+if TYPE_CHECKING:
+    from simlab.config.workload import TraceColumns
+    from simlab.workload.stats import TraceStats
+
+# the workload modules (pandas) are imported inside the commands, so that `simlab --help` stays fast
 
 traces_app = typer.Typer(help="Request traces: the shipped ones and any CSV/JSONL file.", no_args_is_help=True)
 _FORMATS = ("azure", "mooncake", "csv", "jsonl")
 _UNITS = ("s", "ms", "us", "ns", "datetime")
-_CLI_ORIGIN = TraceOrigin(aliases=(
+_CLI_ALIASES = (
     ("columns", "--arrival/--prompt/--output"), ("columns.arrival", "--arrival"),
     ("columns.prompt_tokens", "--prompt"), ("columns.output_tokens", "--output"),
-))
+)
 
 
 @traces_app.command("list")
 def list_traces() -> None:
     """A table of the traces shipped with simlab: size, span, rate, mean lengths and licence."""
+    from simlab.workload.stats import trace_stats
+    from simlab.workload.trace_index import shipped_traces
+    from simlab.workload.traces import read_trace
+
     headers = ("name", "rows", "span", "req/s", "prompt", "output", "licence")
     rows = []
     for name, entry in sorted(shipped_traces().items()):
@@ -61,6 +67,10 @@ def info(
     as_json: Annotated[bool, typer.Option("--json", help="Print the statistics as JSON.")] = False,
 ) -> None:
     """Statistics of one trace: rows, span, arrival rate and burstiness, prompt and output lengths."""
+    from simlab.workload.stats import trace_stats
+    from simlab.workload.trace_index import locate_trace
+    from simlab.workload.traces import TraceOrigin, read_trace
+
     if format is not None and format not in _FORMATS:
         raise InputError("unknown trace format", field="--format", value=format, valid=", ".join(_FORMATS))
     if arrival_unit not in _UNITS:
@@ -68,7 +78,7 @@ def info(
     columns = _columns(arrival, prompt, output, arrival_unit)
     location = locate_trace(name_or_path, base_dir=Path.cwd(), file=None, field="NAME_OR_PATH")
     fmt = location.format_for(format, columns is not None)
-    trace = read_trace(location.path, format=fmt, columns=columns, origin=_CLI_ORIGIN)
+    trace = read_trace(location.path, format=fmt, columns=columns, origin=TraceOrigin(aliases=_CLI_ALIASES))
     stats = trace_stats(trace.arrival_s, trace.prompt_tokens, trace.output_tokens)
     about = {"name": location.label, "path": str(location.path), "format": trace.format,
              "sorted_on_read": not trace.was_sorted}
@@ -84,6 +94,8 @@ def info(
 def _columns(
     arrival: Optional[str], prompt: Optional[str], output: Optional[str], unit: str
 ) -> Optional[TraceColumns]:
+    from simlab.config.workload import TraceColumns
+
     given = {"--arrival": arrival, "--prompt": prompt, "--output": output}
     if all(v is None for v in given.values()):
         return None

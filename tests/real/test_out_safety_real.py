@@ -70,8 +70,8 @@ def test_eval_replaces_its_own_records(project):
         code, out, err = run_cli(*EVAL, "records")
         assert code == 0, (out, err)
     records = project["folder"] / "records"
-    assert sorted(p.name for p in records.iterdir()) == ["manifest.json", "request_steps.csv", "requests.csv",
-                                                          "steps.csv"]
+    assert sorted(p.name for p in records.iterdir()) == ["manifest.json", "report.png", "requests.csv",
+                                                          "rounds.csv.gz", "steps.csv.gz", "summary.json"]
 
 
 def test_the_shipped_pair_is_a_pair_folder_simlab_wrote():

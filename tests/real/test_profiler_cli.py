@@ -18,7 +18,7 @@ from typer.testing import CliRunner  # noqa: E402
 
 from simlab.hardware import build_cost_model  # noqa: E402
 from simlab.hardware.cli import profiles_app  # noqa: E402
-from simlab.real.profile_cli import main  # noqa: E402
+from simlab.real.profiler.cli import main  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 QUICK = ["--device", "cpu", "--model", "tiny", "--quick", "--threads", "1", "--quiet"]
@@ -32,7 +32,7 @@ def profile(tmp_path_factory):
 
 
 def test_cli_module_does_not_import_torch():
-    code = "import sys, simlab.real.profile_cli; print('torch' in sys.modules)"
+    code = "import sys, simlab.real.profiler.cli; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO)
     assert out.stdout.strip() == "False"
 

@@ -11,12 +11,12 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from simlab.config.hardware import TableHardware  # noqa: E402
-from simlab.real import profile_runner  # noqa: E402
-from simlab.real.profile_models import load_models  # noqa: E402
-from simlab.real.profile_runner import ProfileError, Profiler  # noqa: E402
-from simlab.real.profile_spec import build_spec  # noqa: E402
-from simlab.real.profile_table import kv_cache_plan, monotone_grid, table_from_result, verify_grid  # noqa: E402
-from simlab.real.profile_timing import Timing  # noqa: E402
+from simlab.real.profiler import runner as profile_runner  # noqa: E402
+from simlab.real.profiler.models import load_models  # noqa: E402
+from simlab.real.profiler.runner import ProfileError, Profiler  # noqa: E402
+from simlab.real.profiler.spec import build_spec  # noqa: E402
+from simlab.real.profiler.table import kv_cache_plan, monotone_grid, table_from_result, verify_grid  # noqa: E402
+from simlab.real.profiler.timing import Timing  # noqa: E402
 
 CPU = {"type": "cpu", "name": "test cpu"}
 

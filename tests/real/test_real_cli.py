@@ -45,8 +45,9 @@ def test_generate_and_eval_on_the_shipped_pair(tmp_path):
     assert result.exit_code == 0, result.output
     assert result.output.startswith("def ") and "tau" in result.output
     result = runner.invoke(real_app, ["eval", "--num-prompts", "4", "--max-new-tokens", "24", "--max-num-seqs", "2",
-                                      "--scheduler", "hardware_aware", "--out", str(tmp_path)])
+                                      "--scheduler", "hardware_aware", "--out", str(tmp_path / "eval")])
     assert result.exit_code == 0, result.output
-    summary = json.loads(result.output[result.output.index("{"): result.output.rindex("}") + 1])
+    summary = json.loads(result.output[result.output.index("{"): result.output.index("\n}") + 2])
     assert summary["tau"] >= 1.0 and summary["num_rounds"] > 0
-    assert {p.name for p in tmp_path.iterdir()} == {"requests.csv", "steps.csv", "request_steps.csv", "manifest.json"}
+    assert {p.name for p in (tmp_path / "eval").iterdir()} == {
+        "summary.json", "requests.csv", "steps.csv.gz", "rounds.csv.gz", "report.png", "manifest.json"}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 
 import numpy as np
@@ -11,9 +12,10 @@ import pytest
 torch = pytest.importorskip("torch")
 from scipy import stats  # noqa: E402
 
-from simlab.real.engine import EngineConfig, Request, SpeculativeEngine  # noqa: E402
+from simlab.config import EngineConfig  # noqa: E402
+from simlab.real.engine import DecodingConfig, Request, SpeculativeEngine  # noqa: E402
 from simlab.real.generate import plain_generate  # noqa: E402
-from simlab.real.records import REQUEST_COLUMNS, STEP_COLUMNS  # noqa: E402
+from simlab.records import REQUEST_COLUMNS, STEP_COLUMNS, round_columns  # noqa: E402
 from simlab.schedulers import make_scheduler  # noqa: E402
 
 from .models import build_pair  # noqa: E402
@@ -51,15 +53,16 @@ def test_greedy_engine_output_is_the_targets_greedy_output(pair64, kind, params)
     requests = _requests()
     reference = plain_generate(target, [r.prompt_ids for r in requests], [r.max_new_tokens for r in requests])
     engine = SpeculativeEngine(target, drafter, make_scheduler(kind, **params),
-                               EngineConfig(gamma=4, max_num_seqs=3, max_seq_len=48), verify_cost=step_cost)
+                               DecodingConfig(gamma=4, max_seq_len=48), EngineConfig(max_num_seqs=3),
+                               verify_cost=step_cost, prior_conf=[0.6] * 4)
     result = engine.run(requests)
     for request, expected in zip(requests, reference):
         assert result.outputs[request.id] == expected
-    rounds = result.request_steps
-    assert rounds["accepted_len"].sum() > 0  # drafts were accepted, not only bonus tokens
+    rounds, details = result.rounds, result.round_details
+    assert rounds["accepted"].sum() > 0  # drafts were accepted, not only bonus tokens
     if kind != "fixed":  # the policy really cut some blocks short
-        assert (rounds["verify_len"] < rounds["max_len"]).any()
-    assert (rounds["verify_len"] <= rounds["max_len"]).all()
+        assert (rounds["verified"] < details["max_len"]).any()
+    assert (rounds["verified"] <= details["max_len"]).all()
 
 
 @pytest.mark.parametrize("layout", ["dspark", "dflash"])
@@ -68,8 +71,9 @@ def test_greedy_equality_for_both_layouts_and_plain_decoding(layout):
                                  else {"markov_rank": 0, "confidence_head": False})
     requests = _requests(seed=1, num=4)
     reference = plain_generate(target, [r.prompt_ids for r in requests], [r.max_new_tokens for r in requests])
-    for engine in (SpeculativeEngine(target, drafter, config=EngineConfig(gamma=6, max_num_seqs=4, max_seq_len=48)),
-                   SpeculativeEngine(target, None, config=EngineConfig(gamma=6, max_num_seqs=2, max_seq_len=48))):
+    decoding = DecodingConfig(gamma=6)
+    for engine in (SpeculativeEngine(target, drafter, decoding=decoding, limits=EngineConfig(max_num_seqs=4)),
+                   SpeculativeEngine(target, None, decoding=decoding, limits=EngineConfig(max_num_seqs=2))):
         result = engine.run(requests)
         assert [result.outputs[r.id] for r in requests] == reference
 
@@ -79,7 +83,7 @@ def test_eos_stops_a_request(pair64):
     requests = _requests(seed=2, num=3)
     reference = plain_generate(target, [r.prompt_ids for r in requests], [r.max_new_tokens for r in requests])
     eos = reference[0][min(4, len(reference[0]) - 1)]
-    result = SpeculativeEngine(target, drafter, config=EngineConfig(gamma=4, eos_token_id=eos, max_seq_len=48)).run(
+    result = SpeculativeEngine(target, drafter, decoding=DecodingConfig(gamma=4, eos_token_id=eos)).run(
         requests)
     for request, expected in zip(requests, reference):
         cut = expected[: expected.index(eos) + 1] if eos in expected else expected
@@ -91,65 +95,81 @@ def test_records(pair64, tmp_path):
     requests = [Request(r.id, r.prompt_ids, r.max_new_tokens, arrival_s=0.01 * i, domain="code")
                 for i, r in enumerate(_requests(seed=3))]
     engine = SpeculativeEngine(target, drafter, make_scheduler("hardware_aware"),
-                               EngineConfig(gamma=4, max_num_seqs=2, max_seq_len=48, arm="hw"), verify_cost=step_cost)
+                               DecodingConfig(gamma=4, arm="hw"), EngineConfig(max_num_seqs=2),
+                               verify_cost=step_cost)
     result = engine.run(requests)
     assert list(result.requests.columns) == list(REQUEST_COLUMNS)
     assert list(result.steps.columns) == list(STEP_COLUMNS)
+    assert list(result.rounds.columns) == list(round_columns(4))
     assert (result.requests["arm"] == "hw").all() and (result.steps["arm"] == "hw").all()
-    rounds = result.request_steps
+    rounds, details = result.rounds, result.round_details
     by_request = rounds.groupby("id")
     frame = result.requests.set_index("id")
     for request in requests:
         row = frame.loc[request.id]
         assert row["output_tokens"] == len(result.outputs[request.id]) == request.max_new_tokens
-        assert row["prompt_tokens"] == len(request.prompt_ids)
+        assert row["prompt_tokens"] == len(request.prompt_ids) and row["domain"] == "code"
         assert row["arrival_s"] <= row["first_token_s"] <= row["finish_s"]
-        emitted = by_request["emitted_tokens"].sum().get(request.id, 0)
+        emitted = details["emitted_tokens"].groupby(rounds["id"]).sum().get(request.id, 0)
         assert emitted == row["output_tokens"] - 1  # the prefill emitted the first token
         assert row["steps"] == by_request.size().get(request.id, 0)
+        assert by_request["step"].get_group(request.id).tolist() == list(range(row["steps"])) if row["steps"] else True
     # emitted = accepted + 1 (no EOS here); steps aggregate their request rows
-    assert (rounds["emitted_tokens"] == rounds["accepted_len"] + 1).all()
-    decode = result.steps[result.steps["kind"] == "decode"].reset_index(drop=True)
-    per_step = rounds.groupby("t_s", sort=True)[["verify_len", "accepted_len"]].sum().reset_index(drop=True)
-    assert decode["verify_tokens"].tolist() == per_step["verify_len"].tolist()
-    assert decode["accepted_tokens"].tolist() == per_step["accepted_len"].tolist()
-    assert (decode["batch_tokens"] == decode["num_requests"] + decode["verify_tokens"]).all()
-    assert (result.steps["step_s"] > 0).all() and result.steps["t_s"].is_monotonic_increasing
+    assert (details["emitted_tokens"] == rounds["accepted"] + 1).all()
+    assert (rounds["drafted"] == 4).all()
+    decode = result.steps[result.steps["decode_requests"] > 0].reset_index(drop=True)
+    per_step = rounds.groupby(details["t_s"], sort=True)[["verified", "accepted"]].sum().reset_index(drop=True)
+    assert decode["verify_tokens"].tolist() == per_step["verified"].tolist()
+    assert decode["accepted_tokens"].tolist() == per_step["accepted"].tolist()
+    steps = result.steps
+    assert (steps["batch_tokens"] == steps["decode_requests"] + steps["verify_tokens"] + steps["prefill_tokens"]).all()
+    assert steps["prefill_tokens"].sum() == sum(len(r.prompt_ids) for r in requests)
+    assert (steps["num_requests"] >= steps["decode_requests"]).all()
+    assert (steps["step_s"] > 0).all() and steps["t_s"].is_monotonic_increasing
+    # a busy stretch's steps follow each other: each starts where the previous one ended
+    back_to_back = np.isclose(steps["t_s"].to_numpy()[1:], (steps["t_s"] + steps["step_s"]).to_numpy()[:-1],
+                              rtol=0, atol=1e-12)
+    assert back_to_back.mean() > 0.5
     # per-position columns: confidences in (0, 1); analytic acceptance in [0, 1] exactly where verified
     gamma = 4
     conf = rounds[[f"conf_{k + 1}" for k in range(gamma)]].to_numpy()
-    prob = rounds[[f"accept_prob_{k + 1}" for k in range(gamma)]].to_numpy()
+    prob = details[[f"accept_prob_{k + 1}" for k in range(gamma)]].to_numpy()
     assert ((conf > 0) & (conf < 1)).all()
-    verified = np.arange(gamma)[None, :] < rounds["verify_len"].to_numpy()[:, None]
+    verified = np.arange(gamma)[None, :] < rounds["verified"].to_numpy()[:, None]
     assert np.isnan(prob[~verified]).all() and ((prob[verified] >= 0) & (prob[verified] <= 1)).all()
     # at temperature 0 the analytic acceptance of a verified position is 1 exactly when the draft matched
-    accepted_at = np.arange(gamma)[None, :] < rounds["accepted_len"].to_numpy()[:, None]
+    accepted_at = np.arange(gamma)[None, :] < rounds["accepted"].to_numpy()[:, None]
     assert (prob[accepted_at] == 1).all()
-    result.write(tmp_path)
-    for name in ("requests", "steps", "request_steps"):
-        back = pd.read_csv(tmp_path / f"{name}.csv")
-        assert len(back) == len(getattr(result, name))
+    result.write(tmp_path / "out", plot=False)
+    for name in ("requests.csv", "steps.csv.gz", "rounds.csv.gz"):
+        back = pd.read_csv(tmp_path / "out" / name)
+        assert len(back) == len({"requests.csv": result.requests, "steps.csv.gz": result.steps,
+                                 "rounds.csv.gz": result.rounds}[name])
 
 
 def test_token_budget_caps_batch_tokens(pair64):
     target, drafter = pair64
     budget = 9
     result = SpeculativeEngine(target, drafter, make_scheduler("fixed"),
-                               EngineConfig(gamma=4, max_num_seqs=4, max_seq_len=48, max_num_batched_tokens=budget)
+                               DecodingConfig(gamma=4), EngineConfig(max_num_seqs=4, max_batch_tokens=budget)
                                ).run(_requests(seed=4, num=4))
-    decode = result.steps[result.steps["kind"] == "decode"]
-    assert (decode["batch_tokens"] <= budget).all() and (decode["batch_tokens"] == budget).any()
+    steps = result.steps
+    assert (steps["batch_tokens"] <= budget).all() and (steps["batch_tokens"] == budget).any()
+    decode = steps[steps["decode_requests"] > 0]
+    assert (decode["decode_requests"] + decode["verify_tokens"] <= budget).all()
 
 
 def test_sampled_outputs_do_not_depend_on_the_batch():
     target, drafter = build_pair(8, logit_scale=3.0)
     requests = _requests(seed=5, num=4)
-    config = EngineConfig(gamma=4, temperature=1.0, max_num_seqs=4, max_seq_len=48, seed=3)
-    together = SpeculativeEngine(target, drafter, config=config).run(requests).outputs
+    config = DecodingConfig(gamma=4, temperature=1.0, seed=3)
+    limits = EngineConfig(max_num_seqs=4)
+    together = SpeculativeEngine(target, drafter, decoding=config, limits=limits).run(requests).outputs
     for request in requests:
-        alone = SpeculativeEngine(target, drafter, config=config).run([request]).outputs
+        alone = SpeculativeEngine(target, drafter, decoding=config, limits=limits).run([request]).outputs
         assert alone[request.id] == together[request.id]
-    other_seed = SpeculativeEngine(target, drafter, config=EngineConfig(**{**config.__dict__, "seed": 4})).run(requests)
+    other_seed = SpeculativeEngine(target, drafter, decoding=dataclasses.replace(config, seed=4), limits=limits).run(
+        requests)
     assert other_seed.outputs != together
 
 
@@ -183,11 +203,12 @@ def test_sampled_engine_output_follows_the_target_distribution():
         joint[a, b, c, :] = p1[a] * probs[index, 2, b] * probs[index, 3, c] * probs[index, 4]
     assert joint.sum() == pytest.approx(1.0)
     requests = [Request(id=i, prompt_ids=prompt, max_new_tokens=num_new) for i in range(num_requests)]
-    result = SpeculativeEngine(target, drafter, config=EngineConfig(
-        gamma=3, temperature=1.0, max_num_seqs=num_requests, max_seq_len=8, seed=11)).run(requests)
+    result = SpeculativeEngine(target, drafter, decoding=DecodingConfig(gamma=3, temperature=1.0, seed=11),
+                               limits=EngineConfig(max_num_seqs=num_requests, max_batch_tokens=8 * num_requests)
+                               ).run(requests)
     outputs = np.array([result.outputs[i] for i in range(num_requests)])
-    rounds = result.request_steps
-    assert 0 < rounds["accepted_len"].sum() < rounds["verify_len"].sum()  # both acceptances and rejections
+    rounds = result.rounds
+    assert 0 < rounds["accepted"].sum() < rounds["verified"].sum()  # both acceptances and rejections
     p_values = {}
     for axes in [(1,), (2,), (3,), (1, 2), (2, 3)]:
         marginal = joint.sum(axis=tuple(a for a in range(num_new) if a not in axes)).ravel()
@@ -206,7 +227,7 @@ def test_engine_errors(pair64):
     _, no_head = build_pair(0, drafter_changes={"markov_rank": 0, "confidence_head": False})
     with pytest.raises(ValueError, match="confidence head"):
         SpeculativeEngine(target, no_head, make_scheduler("threshold", threshold=0.5))
-    engine = SpeculativeEngine(target, drafter, config=EngineConfig(max_seq_len=8))
+    engine = SpeculativeEngine(target, drafter, decoding=DecodingConfig(max_seq_len=8))
     with pytest.raises(ValueError, match="prompt"):
         engine.run([Request(id=0, prompt_ids=tuple(range(8)), max_new_tokens=2)])
 
@@ -214,8 +235,8 @@ def test_engine_errors(pair64):
 def test_plain_engine_samples_like_plain_generation(pair64):
     target, _ = pair64
     requests = _requests(seed=6, num=3)
-    config = EngineConfig(gamma=0, temperature=0.8, max_num_seqs=2, max_seq_len=48, seed=5)
-    result = SpeculativeEngine(target, None, config=config).run(requests)
+    config = DecodingConfig(gamma=0, temperature=0.8, seed=5)
+    result = SpeculativeEngine(target, None, decoding=config, limits=EngineConfig(max_num_seqs=2)).run(requests)
     reference = plain_generate(target, [r.prompt_ids for r in requests], [r.max_new_tokens for r in requests],
                                temperature=0.8, seed=5, request_ids=[r.id for r in requests])
     assert [result.outputs[r.id] for r in requests] == reference

@@ -7,19 +7,18 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from simlab.real.profile import CostTable, profile_verify_cost  # noqa: E402
+from simlab.hardware.curves import Curve  # noqa: E402
+from simlab.real.profiler.verify_cost import profile_verify_cost  # noqa: E402
 
 from .models import build_pair  # noqa: E402
 
 
-def test_cost_table_interpolates_and_is_flat_beyond_the_ends():
-    table = CostTable(batch_tokens=(1, 4, 8), step_s=(0.01, 0.01, 0.03))
-    np.testing.assert_allclose(table(np.array([[0, 1, 6, 8, 100]])), [[0.01, 0.01, 0.02, 0.03, 0.03]])
-    assert table.to_profile() == {"batch_tokens": [1, 4, 8], "step_s": [0.01, 0.01, 0.03]}
-
-
-def test_profile_is_monotone_over_the_grid():
+def test_profile_is_the_simulators_curve_monotone_over_the_grid():
     target, _ = build_pair(0, dtype=torch.float32)
-    table = profile_verify_cost(target, max_num_seqs=3, max_batch_tokens=12, context_tokens=8, repeats=1)
-    assert table.batch_tokens == (1, 2, 4, 8, 12)
-    assert all(b >= a > 0 for a, b in zip(table.step_s, table.step_s[1:]))
+    curve = profile_verify_cost(target, max_num_seqs=3, max_batch_tokens=12, context_tokens=8, repeats=1)
+    assert isinstance(curve, Curve)
+    assert curve.xs == [1.0, 2.0, 4.0, 8.0, 12.0]
+    assert all(b >= a > 0 for a, b in zip(curve.ys, curve.ys[1:]))
+    # flat beyond the ends, linear between points, as a table profile's verify curve
+    np.testing.assert_allclose(curve(np.array([0, 1, 10, 100])),
+                               [curve.ys[0], curve.ys[0], (curve.ys[3] + curve.ys[4]) / 2, curve.ys[-1]])

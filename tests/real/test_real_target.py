@@ -130,11 +130,14 @@ def test_hf_checkpoint_round_trip(tmp_path, tied, max_shard_bytes):
 
 
 def test_hf_names_and_errors(tmp_path):
-    from simlab.real.safetensors_io import read_header, save_file
+    from safetensors import safe_open
+    from safetensors.torch import save_file
 
     model = _model(torch.float32)
     folder = save_hf_checkpoint(model, tmp_path / "ckpt", dtype=torch.bfloat16)
-    names = {n for n in read_header(folder / "model.safetensors")[0] if n != "__metadata__"}
+    with safe_open(str(folder / "model.safetensors"), framework="pt") as written:
+        names = set(written.keys())
+        assert written.metadata() == {"format": "pt"}
     assert "model.layers.1.self_attn.q_norm.weight" in names and "model.embed_tokens.weight" in names
     assert "lm_head.weight" not in names  # tied
     assert load_hf_checkpoint(folder).dtype == torch.bfloat16
@@ -143,7 +146,7 @@ def test_hf_names_and_errors(tmp_path):
     broken = tmp_path / "broken"
     broken.mkdir()
     (broken / "config.json").write_text((folder / "config.json").read_text())
-    save_file(broken / "model.safetensors", tensors)
+    save_file(tensors, str(broken / "model.safetensors"))
     with pytest.raises(ValueError, match="shape"):
         load_hf_checkpoint(broken)
     config = json.loads((folder / "config.json").read_text())
@@ -171,3 +174,28 @@ def test_meta_model_runs_shapes_only():
         out = model(torch.zeros(1, 3, dtype=torch.long), hidden_layer_ids=(0,))
     assert out.hidden.shape == (1, 3, 4096) and out.layer_hidden.shape == (1, 3, 1, 4096)
     assert np.prod(out.hidden.shape) > 0
+
+
+@pytest.mark.parametrize("groups", [None, (2, 1)])
+def test_packed_ragged_forward_equals_each_row_alone(groups):
+    """Rows of very different lengths (decode rows beside a prompt chunk) in one packed forward, attended in
+    groups or together: every real token's output equals the row computed on its own."""
+    model = _model(torch.float64, seed=6)
+    gen = torch.Generator().manual_seed(7)
+    contexts = [5, 9, 0]
+    lengths = [2, 1, 11]
+    cache = model.new_cache(3, 32)
+    for slot, n in enumerate(contexts):
+        if n:
+            model(torch.randint(0, 259, (1, n), generator=gen), cache=cache, slot_ids=torch.tensor([slot]))
+    ids = torch.randint(0, 259, (3, max(lengths)), generator=gen)
+    snapshot = (cache.keys.clone(), cache.values.clone(), cache.lengths.clone())
+    out = model(ids, cache=cache, query_lengths=torch.tensor(lengths), hidden_layer_ids=(0,), row_groups=groups)
+    assert cache.lengths.tolist() == [c + n for c, n in zip(contexts, lengths)]
+    for row, (n, c) in enumerate(zip(lengths, contexts)):
+        alone = model.new_cache(1, 32)
+        alone.keys[:, 0], alone.values[:, 0], alone.lengths[0] = snapshot[0][:, row], snapshot[1][:, row], c
+        ref = model(ids[row: row + 1, :n], cache=alone, hidden_layer_ids=(0,))
+        torch.testing.assert_close(out.hidden[row, :n], ref.hidden[0], atol=1e-12, rtol=0)
+        torch.testing.assert_close(out.layer_hidden[row, :n], ref.layer_hidden[0], atol=1e-12, rtol=0)
+        assert (out.hidden[row, n:] == 0).all()  # padding is not computed

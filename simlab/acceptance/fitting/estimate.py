@@ -31,6 +31,7 @@ LOGIT_BOUND = 12.0
 SD_BOUND = 6.0
 MIN_NOISE_SD = 0.02
 MIN_CLUSTERS_FOR_SANDWICH = 20
+FAILED_STEP = 1e6  # the objective at a non-finite trial point (a per-round -log-likelihood is tens at most)
 
 BOUNDS = {
     "request_logit_sd": (0.0, SD_BOUND),
@@ -91,6 +92,10 @@ def fit_latent(
         theta[free] = x
         ev = lik.evaluate(theta)
         count[0] += 1
+        if not (np.isfinite(ev.loglik) and np.isfinite(ev.grad[free]).all()):
+            # a trial point where the forward pass underflows (an extreme first step of the optimiser): a failed
+            # step, so that the line search backs off instead of stopping the fit at its start
+            return FAILED_STEP, np.zeros(len(free))
         if progress is not None:
             progress(count[0], -ev.loglik * scale)
         return -ev.loglik * scale, -ev.grad[free] * scale

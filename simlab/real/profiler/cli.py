@@ -1,6 +1,6 @@
 """``simlab profile``: measure cost curves on this machine and write them as a simulator hardware profile.
 
-``profile_command`` is the typer command (mounted as ``simlab profile``); ``python -m simlab.real.profile_cli``
+``profile_command`` is the typer command (mounted as ``simlab profile``); ``python -m simlab.real.profiler``
 runs it on its own. torch is imported inside the command only. Bad input raises :class:`InputError` (exit 2 with
 one message); a run that measures nothing usable exits 1.
 """
@@ -70,11 +70,11 @@ def profile_command(
         raise InputError("profiling needs torch", field="--device", value=device,
                          valid="install the real extra: pip install 'simlab[real]'") from None
     from simlab.hardware.export import write_table
-    from simlab.real.profile_models import cpu_count, load_models, resolve_device, resolve_dtype
-    from simlab.real.profile_progress import make_progress, print_summary
-    from simlab.real.profile_runner import ProfileError, Profiler, planned_points
-    from simlab.real.profile_spec import build_spec, parse_int_list
-    from simlab.real.profile_table import describe_device, table_from_result
+    from simlab.real.profiler.models import cpu_count, load_models, resolve_device, resolve_dtype
+    from simlab.real.profiler.progress import make_progress, print_summary
+    from simlab.real.profiler.runner import ProfileError, Profiler, planned_points
+    from simlab.real.profiler.spec import build_spec, parse_int_list
+    from simlab.real.profiler.table import describe_device, table_from_result
 
     torch_device = resolve_device(device)
     torch_dtype = resolve_dtype(dtype, torch_device)

@@ -26,12 +26,12 @@ from typing import Callable, Optional
 
 import torch
 
-from simlab.real.profile_models import ProfiledModels
-from simlab.real.profile_spec import ProfileSpec, place_verify
-from simlab.real.profile_steps import (
+from simlab.real.profiler.models import ProfiledModels
+from simlab.real.profiler.spec import ProfileSpec, place_verify
+from simlab.real.profiler.steps import (
     Step, autoregressive_step, draft_block_step, prefill_step, sequential_head_step, verify_step,
 )
-from simlab.real.profile_timing import Timing, time_step
+from simlab.real.profiler.timing import Timing, time_step
 
 VERIFY, PARALLEL, HEAD = "verify", "draft_parallel", "sequential_head"
 AUTOREGRESSIVE, PREFILL = "autoregressive", "prefill"

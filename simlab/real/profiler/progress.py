@@ -11,8 +11,8 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from simlab.real.profile_runner import ProfileResult, ProgressSink
-from simlab.real.profile_timing import Timing
+from simlab.real.profiler.runner import ProfileResult, ProgressSink
+from simlab.real.profiler.timing import Timing
 
 
 class BarProgress(ProgressSink):

@@ -21,9 +21,9 @@ from typing import Any, Optional
 import numpy as np
 
 from simlab import __version__
-from simlab.real.profile_models import ProfiledModels, cpu_description
-from simlab.real.profile_runner import ProfileResult
-from simlab.real.profile_spec import PLACEMENT_NOTE, capture_buckets
+from simlab.real.profiler.models import ProfiledModels, cpu_description
+from simlab.real.profiler.runner import ProfileResult
+from simlab.real.profiler.spec import PLACEMENT_NOTE, capture_buckets
 
 SIGNIFICANT_DIGITS = 6
 GPU_MEMORY_UTILIZATION = 0.9

@@ -1,0 +1,5 @@
+import sys
+
+from simlab.real.profiler.cli import main
+
+sys.exit(main())
