@@ -70,25 +70,6 @@ def _command_line() -> str:
     return " ".join(["simlab", *map(shlex.quote, sys.argv[1:])])
 
 
-@app.command()
-def report(
-    results: Path = typer.Argument(..., help="A results folder written by `simlab run`."),
-    out: Optional[Path] = typer.Option(None, "--out", help="PNG file to write (default: RESULTS/report.png)."),
-) -> None:
-    """Draw the report figure of a results folder again and print its comparison table."""
-    from simlab.report import load_results, render_png
-    from simlab.table import arms_table
-
-    summary, requests, steps = load_results(results)
-    target = out if out is not None else results / "report.png"
-    payload = render_png(summary, requests, steps)
-    tmp = target.with_name(f".{target.name}.tmp")
-    tmp.write_bytes(payload)
-    tmp.replace(target)
-    Console(width=160).print(arms_table(summary["scenario"]["name"], summary["arms"]))
-    Console().print(f"figure: {target}")
-
-
 def _progress(console: Console, quiet: bool):
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -109,9 +90,13 @@ def _mount_subcommands() -> None:
     from simlab.hardware.cli import profiles_app
     from simlab.real.cli import real_app
     from simlab.real.profile_cli import profile_command
+    from simlab.studies.cli import report_command, sweep_command, whatif_command
     from simlab.workload.cli import traces_app
 
     app.command("audit")(audit_command)
+    app.command("sweep")(sweep_command)
+    app.command("whatif")(whatif_command)
+    app.command("report")(report_command)
     app.command("profile")(profile_command)
     app.add_typer(profiles_app, name="profiles", help="List and export hardware cost profiles.")
     app.add_typer(traces_app, name="traces", help="List and describe the shipped request traces.")

@@ -60,8 +60,9 @@ def per_request_latencies(result: ArmResult, output_tokens: np.ndarray) -> dict[
 
 
 def summarise(result: ArmResult, prompt_tokens: np.ndarray, output_tokens: np.ndarray, gamma: int,
-              slo: Optional[SLO]) -> dict:
-    """The contract's METRICS for one arm, plus speculation and queueing extras."""
+              slo: Optional[SLO], num_gpus: int = 1) -> dict:
+    """The contract's METRICS for one arm, plus speculation and queueing extras. ``num_gpus`` is every GPU the
+    arm's replicas occupy (replicas x GPUs per replica), for the per-GPU figures."""
     log, steps = result.log, result.steps
     completed = int(np.isfinite(log.finish_s).sum())
     start_s = float(np.nanmin(log.arrival_s))
@@ -79,6 +80,8 @@ def summarise(result: ArmResult, prompt_tokens: np.ndarray, output_tokens: np.nd
         "request_throughput": completed / duration_s,
         "output_throughput": float(output_tokens.sum()) / duration_s,
         "total_token_throughput": float(prompt_tokens.sum() + output_tokens.sum()) / duration_s,
+        "num_gpus": int(num_gpus),
+        "output_throughput_per_gpu": float(output_tokens.sum()) / duration_s / num_gpus,
         "request_goodput": _goodput(lat, slo, duration_s),
     }
     metrics.update(_stats("ttft", lat["ttft"]))

@@ -1,0 +1,93 @@
+"""The tables a sweep report prints: each arm's gain at each load, and the throughput per GPU each arm reaches
+under a per-user speed SLA.
+
+- **gains**: at each load, each arm's output tokens/s per GPU and median tokens/s per user, and their ratio
+  (minus 1) to the no-speculation arm's and to the best fixed-γ arm's at the same load (best by that figure);
+- **SLA levels**: for each per-user speed L, each arm's highest output tokens/s per GPU over the sweep's
+  points whose median tokens/s per user is at least L (the point on its Pareto front an operator would pick),
+  the load there, and the gain over the baseline arm at the same L. The answer is a point of the grid, not an
+  interpolation: a denser grid gives a finer answer.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import pandas as pd
+
+from simlab.studies.sweep_data import SweepData
+
+THROUGHPUT = "output_throughput_per_gpu"
+USER_SPEED = "median_user_tok_s"
+
+
+def no_spec_arm(data: SweepData) -> Optional[str]:
+    return next((a for a in data.arms if data.arm_kinds.get(a, {}).get("method") == "none"), None)
+
+
+def fixed_arms(data: SweepData) -> list[str]:
+    return [a for a in data.arms
+            if data.arm_kinds.get(a, {}).get("method") not in (None, "none")
+            and data.arm_kinds.get(a, {}).get("scheduler") == "fixed"]
+
+
+def gain_table(data: SweepData) -> pd.DataFrame:
+    """One row per facet × load × arm."""
+    reference = no_spec_arm(data)
+    fixed = fixed_arms(data)
+    rows = []
+    for facet, frame in data.facet_frames():
+        for load, at_load in frame.groupby(data.x, sort=False):
+            by_arm = at_load.set_index("arm")
+            base = by_arm.loc[reference] if reference in by_arm.index else None
+            fixed_here = by_arm.loc[[a for a in fixed if a in by_arm.index]]
+            best_thr = fixed_here[THROUGHPUT].idxmax() if len(fixed_here) else None
+            best_user = fixed_here[USER_SPEED].idxmax() if len(fixed_here) and fixed_here[USER_SPEED].notna().any() \
+                else None
+            for arm in data.arms:
+                if arm not in by_arm.index:
+                    continue
+                row = by_arm.loc[arm]
+                rows.append({
+                    "facet": facet, "load": load, "arm": arm,
+                    THROUGHPUT: row[THROUGHPUT],
+                    "vs_no_spec": _ratio(row[THROUGHPUT], None if base is None else base[THROUGHPUT]),
+                    "best_fixed": best_thr,
+                    "vs_best_fixed": _ratio(row[THROUGHPUT], by_arm.loc[best_thr, THROUGHPUT] if best_thr else None),
+                    USER_SPEED: row[USER_SPEED],
+                    "user_vs_no_spec": _ratio(row[USER_SPEED], None if base is None else base[USER_SPEED]),
+                    "best_fixed_user": best_user,
+                    "user_vs_best_fixed": _ratio(row[USER_SPEED], by_arm.loc[best_user, USER_SPEED] if best_user else None),
+                })
+    return pd.DataFrame(rows)
+
+
+def sla_table(data: SweepData, levels: list[float], baseline: Optional[str] = None) -> pd.DataFrame:
+    """One row per facet × per-user speed level × arm (see the module's docstring)."""
+    baseline = baseline or no_spec_arm(data) or data.arms[0]
+    rows = []
+    for facet, frame in data.facet_frames():
+        for level in levels:
+            best: dict[str, Optional[pd.Series]] = {}
+            for arm in data.arms:
+                mine = frame[(frame["arm"] == arm) & (frame[USER_SPEED] >= level)]
+                best[arm] = mine.loc[mine[THROUGHPUT].idxmax()] if len(mine) else None
+            base = best.get(baseline)
+            for arm in data.arms:
+                row = best[arm]
+                rows.append({
+                    "facet": facet, "level": level, "arm": arm,
+                    THROUGHPUT: None if row is None else row[THROUGHPUT],
+                    "load": None if row is None else row[data.x],
+                    USER_SPEED: None if row is None else row[USER_SPEED],
+                    "vs_baseline": _ratio(None if row is None else row[THROUGHPUT],
+                                          None if base is None else base[THROUGHPUT]),
+                    "baseline": baseline,
+                })
+    return pd.DataFrame(rows)
+
+
+def _ratio(value, reference) -> Optional[float]:
+    if value is None or reference is None or pd.isna(value) or pd.isna(reference) or reference == 0:
+        return None
+    return float(value) / float(reference) - 1.0
