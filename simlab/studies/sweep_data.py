@@ -97,8 +97,8 @@ def read_sweep_folder(folder: str | Path) -> SweepData:
 def _choose_x(doc: dict, fields: list[str], table: pd.DataFrame) -> str:
     if doc.get("load"):
         return doc["load"]
-    for field in fields:
-        if field in LOAD_FIELDS:
+    for field in LOAD_FIELDS:  # demand (users, rate, time scale) before capacity (replicas, seats)
+        if field in fields:
             return field
     for field in fields:
         if len(table) and pd.api.types.is_numeric_dtype(table[field]):

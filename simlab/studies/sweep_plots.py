@@ -87,6 +87,7 @@ def latency_png(data: SweepData, colours: dict) -> bytes:
     fig, axes = new_figure(2 * len(facets), max_columns=2)
     for i, (title, frame) in enumerate(facets):
         for ax, name in zip(axes[2 * i: 2 * i + 2], ("ttft", "tpot")):
+            positive = False
             for arm in data.arms:
                 mine = _arm_series(frame, data, arm)
                 for stat, style, text in PERCENTILE_STYLES:
@@ -95,8 +96,10 @@ def latency_png(data: SweepData, colours: dict) -> bytes:
                         continue
                     ax.plot(mine["_x"], mine[key], linestyle=style, marker=".", color=colours[arm],
                             label=f"{arm} {text}" if stat == "median" else None)
-            ax.set_yscale("log")
-            ax.set_ylabel(f"{name.upper()} (ms, log scale)")
+                    positive = positive or bool((mine[key] > 0).any())
+            if positive:  # a log axis needs something above zero (TTFT is 0 where prefill costs nothing)
+                ax.set_yscale("log")
+            ax.set_ylabel(f"{name.upper()} (ms{', log scale' if positive else ''})")
             _x_axis(ax, data)
             ax.set_title(f"{name.upper()} p50 (solid), p90 (dashed), p99 (dotted)" + (f"\n{title}" if title else ""),
                          fontsize=9)

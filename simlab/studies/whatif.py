@@ -127,7 +127,10 @@ def prepare_whatif(scenario: str | Path, *, sla: str, vary: Optional[str] = None
                          "vary other fields with `simlab sweep`")
     direction = find or FIND_DEFAULTS.get(vary)
     if direction not in ("largest", "smallest"):
-        raise InputError("has no known direction", field="--find", value=find or "",
+        if find is not None:
+            raise InputError("is not a direction", field="--find", value=find, valid="largest or smallest")
+        raise InputError("has no known direction: say whether the largest or the smallest value meeting the SLA "
+                         "is wanted", field="--vary", value=vary,
                          valid=f"--find largest or --find smallest (known: {', '.join(FIND_DEFAULTS)})")
     if not 0 < rtol < 1:
         raise InputError("must be between 0 and 1", field="--rtol", value=rtol, valid="e.g. 0.02 (2 %)")
