@@ -7,7 +7,6 @@ from simlab.hardware import build_cost_model
 from simlab.hardware.gpus import gpus_per_replica
 from simlab.config import RooflineHardware
 from simlab.runner import run_scenario
-from simlab.scenario import scenario_from_data
 
 from studies_scenarios import linear_scenario, linear_table
 
@@ -38,5 +37,4 @@ def test_summary_has_num_gpus_and_throughput_per_gpu():
         assert m["median_user_tok_s"] > 0
     tp8 = {**linear_scenario(concurrency=2, num_requests=4), "hardware": {**linear_table(),
                                                                           "provenance": {"tensor_parallel": 8}}}
-    scenario_from_data(tp8, file="x.yaml")
     assert run_scenario(tp8, plot=False).arms["no-spec"]["num_gpus"] == 8

@@ -146,13 +146,13 @@ def is_finished(folder: Path) -> bool:
     return manifest is not None and manifest.get("kind") == "run" and (folder / "summary.json").is_file()
 
 
-def sweep_document(sweep: Sweep, command: Optional[str]) -> dict:
+def sweep_document(sweep: Sweep, command: Optional[str], scenario_file: Optional[str] = None) -> dict:
     """sweep.json: what the sweep is (the scenario, its hash, the varied fields and every point)."""
     from simlab import __version__
 
     return {
         "generator": f"simlab {__version__}",
-        "scenario_file": str(sweep.file),
+        "scenario_file": scenario_file or str(sweep.file),
         "scenario_sha256": sweep.scenario_sha256,
         "command": command,
         "name": sweep.name,
@@ -191,7 +191,8 @@ def run_sweep(scenario, out=None, *, executor: str = "local", workers: Optional[
     progress = progress or StudyProgress()
     with make_executor(executor, workers=workers, address=address) as pool:
         open_resumable_dir(out_dir, kind=SWEEP_KIND, command=command)
-        write_file_atomic(out_dir / "sweep.json", json.dumps(sweep_document(sweep, command), indent=2) + "\n")
+        given = None if isinstance(scenario, tuple) else str(scenario)  # the path as the caller gave it
+        write_file_atomic(out_dir / "sweep.json", json.dumps(sweep_document(sweep, command, given), indent=2) + "\n")
         state = SweepState(sweep)
         _read_previous(out_dir, state)
         todo = [p for p in sweep.points if p.id not in state.arms]
