@@ -52,7 +52,7 @@ STUDIES: tuple[Study, ...] = (
     Study("crossover", "sweep"),
     Study("deepseek-sla", "sweep"),
     Study("capacity", "whatif", {"vary": "engine.replicas", "low": 1, "high": 16,
-                                 "sla": "p90_ttft_ms<=1000,p90_tpot_ms<=25"}),
+                                 "sla": "p90_ttft_ms<=1000,p90_tpot_ms<=15"}),
     Study("gpus", "sweep"),
     Study("miscalibration", "sweep"),
 )
