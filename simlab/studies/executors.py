@@ -67,6 +67,8 @@ class LocalExecutor(Executor):
         self.num_workers = num_workers
         method = "fork" if "fork" in mp.get_all_start_methods() else "spawn"
         self._pool = ProcessPoolExecutor(max_workers=num_workers, mp_context=mp.get_context(method))
+        # a forking pool starts every worker at its first task: do that now, before a progress bar's thread exists
+        self._pool.submit(int).result()
 
     def run(self, fn, items):
         futures = {self._pool.submit(fn, item): i for i, item in enumerate(items)}
