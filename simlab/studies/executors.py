@@ -14,6 +14,7 @@ must not depend on where it ran: simlab's common random numbers make every point
 
 from __future__ import annotations
 
+import importlib
 import logging
 import multiprocessing as mp
 import os
@@ -25,6 +26,13 @@ from typing import Any, Callable, Iterator, Optional, Sequence
 from simlab.errors import InputError
 
 EXECUTORS = ("local", "dask")
+WARM_MODULES = ("simlab.runner", "simlab.acceptance", "simlab.hardware", "simlab.workload", "simlab.results")
+
+
+def warm_up() -> None:
+    """Import what a point needs (a few seconds: scipy, pandas) once per worker, not in its first point."""
+    for name in WARM_MODULES:
+        importlib.import_module(name)
 
 
 @dataclass(frozen=True)
@@ -66,9 +74,11 @@ class LocalExecutor(Executor):
     def __init__(self, num_workers: int) -> None:
         self.num_workers = num_workers
         method = "fork" if "fork" in mp.get_all_start_methods() else "spawn"
+        if method == "fork":
+            warm_up()  # forked workers inherit the imports
         self._pool = ProcessPoolExecutor(max_workers=num_workers, mp_context=mp.get_context(method))
         # a forking pool starts every worker at its first task: do that now, before a progress bar's thread exists
-        self._pool.submit(int).result()
+        self._pool.submit(warm_up).result()
 
     def run(self, fn, items):
         futures = {self._pool.submit(fn, item): i for i, item in enumerate(items)}
@@ -109,6 +119,7 @@ class DaskExecutor(Executor):
                 silence_logs=logging.ERROR,
             )
             self._client = distributed.Client(self._cluster)
+        self._client.run(warm_up)
 
     def run(self, fn, items):
         distributed = import_distributed()

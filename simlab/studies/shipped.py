@@ -149,15 +149,16 @@ def _read_csv(path: Path) -> tuple[list[str], list[list[str]]]:
 
 
 def cheapest_point(folder: Path) -> str:
-    """The committed point that took the least wall time (the first one if no timing is recorded)."""
-    header, rows = _read_csv(folder / "timing.csv")
-    walls = {}
+    """The committed point with the fewest engine steps over its arms (a proxy of simulation time that, unlike
+    a wall time, does not depend on how busy the machine was)."""
+    header, rows = _read_csv(folder / "sweep.csv")
+    steps: dict[str, int] = {}
     for row in rows:
         record = dict(zip(header, row))
-        if record.get("point_wall_s"):
-            walls[record["point"]] = float(record["point_wall_s"])
+        if not record["error"] and record.get("num_steps"):
+            steps[record["point"]] = steps.get(record["point"], 0) + int(record["num_steps"])
     document = json.loads((folder / "sweep.json").read_text(encoding="utf-8"))
-    return min(walls, key=walls.get) if walls else document["points"][0]["id"]
+    return min(steps, key=steps.get) if steps else document["points"][0]["id"]
 
 
 def recheck_sweep_point(item: Study, repo: Path) -> list[str]:
