@@ -60,9 +60,11 @@ def per_request_latencies(result: ArmResult, output_tokens: np.ndarray) -> dict[
 
 
 def summarise(result: ArmResult, prompt_tokens: np.ndarray, output_tokens: np.ndarray, gamma: int,
-              slo: Optional[SLO], num_gpus: int = 1) -> dict:
-    """The contract's METRICS for one arm, plus speculation and queueing extras. ``num_gpus`` is every GPU the
-    arm's replicas occupy (replicas x GPUs per replica), for the per-GPU figures."""
+              slo: Optional[SLO], *, kv_capacity: Optional[int] = None, prefix_caching: bool = False,
+              num_gpus: int = 1) -> dict:
+    """The contract's METRICS for one arm, plus speculation, queueing and KV extras (``kv_capacity``: one
+    replica's KV tokens, for the usage fractions; ``num_gpus``: every GPU the arm's replicas occupy, replicas x
+    GPUs per replica, for the per-GPU figures)."""
     log, steps = result.log, result.steps
     completed = int(np.isfinite(log.finish_s).sum())
     start_s = float(np.nanmin(log.arrival_s))
@@ -117,7 +119,25 @@ def summarise(result: ArmResult, prompt_tokens: np.ndarray, output_tokens: np.nd
             "sim_wall_s": result.sim_wall_s,
         }
     )
+    metrics.update(_kv_metrics(result, prompt_tokens, kv_capacity, prefix_caching))
     return metrics
+
+
+def _kv_metrics(result: ArmResult, prompt_tokens: np.ndarray, kv_capacity: Optional[int], prefix_caching: bool
+                ) -> dict:
+    """Preemptions, the prefix cache's hit rate, and KV usage over time (step-time weighted, per replica)."""
+    counters, steps = result.counters, result.steps
+    out: dict = {
+        "num_preemptions": counters.num_preemptions,
+        "prefix_cache_hit_rate": counters.cached_prompt_tokens / float(prompt_tokens.sum()) if prefix_caching else None,
+    }
+    step_s, kv = steps["step_s"], steps["kv_tokens"]
+    if kv_capacity and len(step_s) and step_s.sum() > 0:
+        out["mean_kv_usage"] = float(np.average(kv, weights=step_s)) / kv_capacity
+        out["max_kv_usage"] = float(kv.max()) / kv_capacity
+    else:
+        out["mean_kv_usage"] = out["max_kv_usage"] = None
+    return out
 
 
 def _goodput(lat: dict[str, np.ndarray], slo: Optional[SLO], duration_s: float) -> Optional[float]:

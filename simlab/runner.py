@@ -49,7 +49,8 @@ def build(loaded: LoadedScenario) -> Built:
     from simlab.workload import build_workload
 
     sc, file, base_dir = loaded.scenario, loaded.file, loaded.base_dir
-    workload = build_workload(sc.workload, base_dir=base_dir, seed=sc.seed, file=file)
+    workload = build_workload(sc.workload, base_dir=base_dir, seed=sc.seed, file=file,
+                              prefix_ids=sc.engine.prefix_caching)
     cost = build_cost_model(sc.hardware, base_dir=base_dir, file=file)
     spec = build_acceptance(sc.acceptance, file=file)
     requests = workload.requests
@@ -64,11 +65,17 @@ def build(loaded: LoadedScenario) -> Built:
         )
     kv_capacity = _kv_capacity(engine.kv_cache_tokens, cost, file)
     need = requests.prompt_tokens + requests.output_tokens
-    if need.max() > kv_capacity:
+    if engine.kv_policy == "paged":  # whole blocks: a request must fit alone, rounded up to blocks
+        block = engine.block_size
+        need = -(-need // block) * block
+        kv_capacity_usable = kv_capacity // block * block
+    else:
+        kv_capacity_usable = kv_capacity
+    if need.max() > kv_capacity_usable:
         worst = int(np.argmax(need))
         raise InputError(
             f"request {worst} needs {int(need[worst])} KV tokens (prompt + output) but the cache holds "
-            f"{kv_capacity}", file=file, field="engine.kv_cache_tokens", value=engine.kv_cache_tokens,
+            f"{kv_capacity_usable}", file=file, field="engine.kv_cache_tokens", value=engine.kv_cache_tokens,
             valid=f"at least {int(need.max())} tokens, or a workload with shorter requests",
         )
     built = Built(loaded, workload, cost, spec, kv_capacity)
@@ -100,9 +107,9 @@ def _simulate_one(built: Built, index: int, progress: Optional[Callable[[int], N
     result = simulate_arm(built.workload, built.cost, sc.engine, prepared.policy, built.kv_capacity, progress)
     num_gpus = sc.engine.replicas * gpus_per_replica(built.cost.describe())
     metrics = summarise(result, requests.prompt_tokens, requests.output_tokens, prepared.arm.draft_len, sc.slo,
-                        num_gpus)
+                        kv_capacity=built.kv_capacity, prefix_caching=sc.engine.prefix_caching, num_gpus=num_gpus)
     scheduler = prepared.policy.scheduler
-    metrics["realisable"] = not (scheduler is not None and scheduler.info.uses_truth)
+    metrics["realisable"] = scheduler is None or scheduler.entry.realisable
     metrics["lossless"] = scheduler.lossless if scheduler is not None else True
     if prepared.confidence is not None:
         metrics["confidence"] = prepared.confidence

@@ -52,6 +52,9 @@ def mixed_scenario(**overrides) -> dict:
     return data
 
 
+MOONCAKE = {"kind": "trace", "path": "mooncake-conv-2025", "max_requests": 120, "time_scale": 2.0,
+            "domains": {"math": 0.4, "chat": 0.6}}
+
 BLOCK_VARIANTS = {
     "roofline": {},
     "table-with-context": {"hardware": "h100-sxm_qwen3-8b"},
@@ -67,6 +70,17 @@ BLOCK_VARIANTS = {
     "long-prompts": {"workload": {"kind": "poisson", "rate": 3.0, "num_requests": 60,
                                   "prompt_tokens": {"dist": "uniform", "low": 100, "high": 6000},
                                   "output_tokens": {"dist": "uniform", "low": 1, "high": 300}}},
+    "paged-preempting": {"engine": {"max_num_seqs": 24, "max_batch_tokens": 2048, "prefill_chunk_tokens": 512,
+                                    "kv_cache_tokens": 9_000, "kv_policy": "paged"}},
+    "paged-roomy": {"engine": {"max_num_seqs": 24, "max_batch_tokens": 2048, "prefill_chunk_tokens": 512,
+                               "kv_cache_tokens": 400_000, "kv_policy": "paged"}},
+    "prefix-cache": {"workload": MOONCAKE,
+                     "engine": {"max_num_seqs": 16, "max_batch_tokens": 4096, "kv_cache_tokens": 300_000,
+                                "prefix_caching": True}},
+    "prefix-cache-paged-routed": {"workload": MOONCAKE,
+                                  "engine": {"max_num_seqs": 16, "max_batch_tokens": 4096, "kv_cache_tokens": 160_000,
+                                             "prefix_caching": True, "kv_policy": "paged", "replicas": 2,
+                                             "router": "prefix_aware"}},
 }
 
 

@@ -9,18 +9,12 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
-from typing import Annotated, Literal, Optional, Union
+from typing import Annotated, Optional, Union
 
 from pydantic import BeforeValidator, Field, PositiveInt, StringConstraints, field_validator
 
-from simlab.config.arms import (
-    AsyncTopKScheduler,
-    FixedScheduler,
-    GoodputScheduler,
-    HardwareAwareScheduler,
-    ThresholdScheduler,
-)
 from simlab.config.base import StrictModel
+from simlab.schedulers.registry import config_union
 
 MAX_GAMMA = 6
 MAX_OUTPUT_TOKENS = 8
@@ -53,29 +47,12 @@ Symbol = Annotated[str, BeforeValidator(_symbol_text), StringConstraints(pattern
 UnitFloat = Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)]
 
 
-class RetrospectiveScheduler(StrictModel):
-    """Algorithm 1's path with a global argmax instead of the early stop (not lossless; the negative control)."""
-
-    kind: Literal["retrospective"]
-
-
 def _scheduler_shorthand(value: object) -> object:
     """A bare name such as ``hardware_aware`` means ``{kind: hardware_aware}``."""
     return {"kind": value} if isinstance(value, str) else value
 
 
-AuditScheduler = Annotated[
-    Union[
-        FixedScheduler,
-        ThresholdScheduler,
-        HardwareAwareScheduler,
-        AsyncTopKScheduler,
-        GoodputScheduler,
-        RetrospectiveScheduler,
-    ],
-    Field(discriminator="kind"),
-    BeforeValidator(_scheduler_shorthand),
-]
+AuditScheduler = Annotated[config_union(audit=True), BeforeValidator(_scheduler_shorthand)]
 
 
 class MarkovTable(StrictModel):

@@ -2,68 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, Optional, Union
+from typing import Literal, Optional
 
-from pydantic import Field, NonNegativeInt, ValidationInfo, field_validator
+from pydantic import Field, ValidationInfo, field_validator
 
 from simlab.config.base import StrictModel
+from simlab.schedulers.registry import DEFAULT_KIND, config_union
 
 Method = Literal["none", "mtp", "eagle3", "dflash", "dspark"]
 METHODS: tuple[str, ...] = ("none", "mtp", "eagle3", "dflash", "dspark")
 MAX_GAMMA = 16
 
 
-class FixedScheduler(StrictModel):
-    """Verify every drafted position."""
-
-    kind: Literal["fixed"]
-
-
-class ThresholdScheduler(StrictModel):
-    """Cut at the first position whose confidence is below ``threshold`` (cumulative: survival a_j)."""
-
-    kind: Literal["threshold"]
-    threshold: float = Field(gt=0.0, lt=1.0)
-    cumulative: bool = False
-
-
-class HardwareAwareScheduler(StrictModel):
-    """DSpark Algorithm 1: greedy admission along the survival-sorted path, early stop at the first non-increase."""
-
-    kind: Literal["hardware_aware"]
-
-
-class AsyncTopKScheduler(StrictModel):
-    """Budget from the global argmax of tau*SPS(B) on confidences ``lag_steps`` old, then the current top-K."""
-
-    kind: Literal["async_topk"]
-    lag_steps: int = Field(default=2, ge=1, le=64)
-
-
-class GoodputScheduler(StrictModel):
-    """Budget maximising expected tokens / (draft + verify seconds) on ``lag_steps``-old confidences, then top-K."""
-
-    kind: Literal["goodput"]
-    lag_steps: NonNegativeInt = Field(default=1, le=64)
-
-
-class OracleScheduler(StrictModel):
-    """Knows the true outcomes: verifies only tokens that will be accepted. An upper bound, not realisable."""
-
-    kind: Literal["oracle"]
-
-
-SchedulerConfig = Annotated[
-    Union[
-        FixedScheduler,
-        ThresholdScheduler,
-        HardwareAwareScheduler,
-        AsyncTopKScheduler,
-        GoodputScheduler,
-        OracleScheduler,
-    ],
-    Field(discriminator="kind"),
-]
+SchedulerConfig = config_union(arm=True)
 
 
 class Arm(StrictModel):
@@ -88,7 +39,7 @@ class Arm(StrictModel):
     @field_validator("scheduler")
     @classmethod
     def _scheduler_fits_method(cls, scheduler, info: ValidationInfo):
-        if info.data.get("method") == "none" and scheduler is not None and scheduler.kind != "fixed":
+        if info.data.get("method") == "none" and scheduler is not None and scheduler.kind != DEFAULT_KIND:
             raise ValueError("method 'none' has no scheduler: leave scheduler out")
         return scheduler
 
@@ -99,7 +50,7 @@ class Arm(StrictModel):
 
     @property
     def scheduler_kind(self) -> str:
-        return "none" if self.method == "none" else (self.scheduler.kind if self.scheduler else "fixed")
+        return "none" if self.method == "none" else (self.scheduler.kind if self.scheduler else DEFAULT_KIND)
 
     @property
     def label(self) -> str:

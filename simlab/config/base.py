@@ -1,11 +1,5 @@
-"""The base of every config object: strict (unknown fields are errors) and immutable."""
+"""The base of every config object (defined in :mod:`simlab.strict`, re-exported here)."""
 
-from __future__ import annotations
+from simlab.strict import StrictModel
 
-from pydantic import BaseModel, ConfigDict
-
-
-class StrictModel(BaseModel):
-    """A validated config object. Unknown fields are rejected so that typos surface as errors."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
+__all__ = ["StrictModel"]

@@ -21,7 +21,10 @@ class EngineConfig(StrictModel):
     prefill_chunk_tokens: Optional[PositiveInt] = None
     kv_cache_tokens: Union[PositiveInt, Literal["auto"]] = "auto"
     replicas: PositiveInt = Field(default=1, le=1024)
-    router: Literal["round_robin", "least_loaded"] = "round_robin"
+    router: Literal["round_robin", "least_loaded", "prefix_aware"] = "round_robin"
+    kv_policy: Literal["reserve", "paged"] = "reserve"
+    block_size: PositiveInt = Field(default=16, le=4096)
+    prefix_caching: bool = False
 
     @property
     def prefill_budget(self) -> int:

@@ -23,17 +23,11 @@ from simlab.schedulers import ScheduleInputs
 MAX_PASSES = 3
 
 
-def new_decoders(joiners: list[tuple[int, int, int, int]]) -> dict[str, np.ndarray]:
-    """Decode-set columns for requests about to decode their first step: (request id, domain, tokens to emit
-    after the first, KV tokens after the first token)."""
-    count = len(joiners)
-    ids, _, remaining, context = (np.array(c, dtype=np.int64) for c in zip(*joiners))
-    return {
-        "request_id": ids,
-        "remaining": remaining,
-        "context": context,
-        "steps": np.zeros(count, dtype=np.int64),
-    }
+def new_decoders(joiners: list[tuple[int, int, int, int, int]]) -> dict[str, np.ndarray]:
+    """Decode-set columns for requests about to decode: (request id, domain, tokens still to emit, KV tokens
+    held, decode steps done before: 0 unless the request was preempted and recomputed)."""
+    ids, _, remaining, context, steps = (np.array(c, dtype=np.int64) for c in zip(*joiners))
+    return {"request_id": ids, "remaining": remaining, "context": context, "steps": steps}
 
 
 @dataclass
@@ -48,8 +42,8 @@ class Roster:
     num_decoding: int  # rows that were decoding at the block's start
 
     @classmethod
-    def build(cls, decode: DecodeSet, joiners: list[tuple[int, int, int, int]]) -> "Roster":
-        """``joiners``: (request id, domain, tokens to emit after the first, KV tokens after the first token)."""
+    def build(cls, decode: DecodeSet, joiners: list[tuple[int, int, int, int, int]]) -> "Roster":
+        """``joiners``: see :func:`new_decoders`."""
         columns = {name: getattr(decode, name) for name in DecodeSet.COLUMNS}  # never written in place
         join = np.zeros(len(decode), dtype=np.int64)
         if joiners:
@@ -89,8 +83,9 @@ def plan_block(policy: ArmPolicy, roster: Roster, num_steps: int, store=None) ->
     """Plan up to ``num_steps`` steps of the roster (fewer are exact when inputs drift; at least one is).
 
     ``store`` (the arm's :class:`~simlab.engine.drawstore.DrawStore`) holds the draws when drafting."""
-    decode_step = roster.steps[None, :] + np.arange(num_steps)[:, None] - roster.join[None, :]
-    joined = decode_step >= 0
+    since_join = np.arange(num_steps)[:, None] - roster.join[None, :]
+    decode_step = roster.steps[None, :] + since_join  # each request's own decode step (its random streams' key)
+    joined = since_join >= 0
     inputs = _Inputs(policy, roster, joined)
     if policy.gamma == 0:
         emitted = inputs.plain_emissions()
@@ -99,7 +94,8 @@ def plan_block(policy: ArmPolicy, roster: Roster, num_steps: int, store=None) ->
         return Block(zeros, zeros, emitted, active, context, num_steps)
     # a request decodes at most `remaining` more steps: later rows of the block are never read (it is inactive
     # there), so they repeat its last possible step instead of asking the store for draws nobody needs
-    own_step = np.minimum(np.maximum(decode_step, 0), (roster.steps + roster.remaining - 1)[None, :])
+    own_step = np.minimum(np.maximum(decode_step, roster.steps[None, :]),
+                          (roster.steps + roster.remaining - 1)[None, :])
     draws = store.gather(roster.request_id, own_step, roster.remaining)
     # the store may hold fewer steps than the block spans for requests expected to finish sooner: a step where
     # such a request is still active is not exact
@@ -174,7 +170,7 @@ def _schedule(policy: ArmPolicy, draws, active, max_len, context, lagged) -> np.
         conf=draws["conf"],
         max_len=max_len,
         verify_s=lambda batch_tokens: cost.verify_s(batch_tokens, ctx, requests),
-        draft_s=policy.draft_s(batch, context.astype(float)) if policy.scheduler.info.uses_draft_cost else 0.0,
+        draft_s=policy.draft_s(batch, context.astype(float)) if policy.scheduler.entry.reads_draft_cost else 0.0,
         token_budget=np.maximum(policy.max_batch_tokens - anchors, 0),
         lagged_conf=lagged,
         lagged_max_len=max_len if lagged is not None else None,

@@ -51,7 +51,7 @@ class ArmPolicy:
 
     @property
     def reads_context(self) -> bool:
-        return bool(self.scheduler is not None and self.scheduler.info.uses_cost and self.cost.has_context)
+        return bool(self.scheduler is not None and self.scheduler.entry.reads_verify_cost and self.cost.has_context)
 
 
 class DecodeSet:

@@ -17,6 +17,7 @@ STEP_COLUMNS = (
     "accepted_tokens",
     "emitted_tokens",
     "prefill_tokens",
+    "kv_tokens",
 )
 _FLOAT_COLUMNS = {"t_s", "step_s"}
 

@@ -1,38 +1,40 @@
-"""One serving replica as a SimPy process: FCFS admission, chunked prefill, continuous batching of decode steps.
+"""One serving replica as a SimPy process: KV growth (paged), FCFS admission, chunked prefill, continuous
+batching of decode steps (docs/engine.md).
 
 Each wake-up of the process runs one block (block.py): one iteration, or several over which nothing outside
-the replica can change its batch. Blocks give exactly the same result as single iterations.
+the replica can change its batch (horizon.py). Blocks give exactly the result of single iterations.
 """
 
 from __future__ import annotations
 
 import math
 from collections import deque
-from typing import TYPE_CHECKING
 
 import numpy as np
 
+from simlab.engine import kv_growth
 from simlab.engine.block import Roster, commit_block, new_decoders, plan_block
+from simlab.engine.context import ReplicaContext
 from simlab.engine.decode import DecodeSet
-
-if TYPE_CHECKING:  # pragma: no cover
-    from simlab.engine.simulate import ArmRun
+from simlab.engine.horizon import FINISH_ENDS, Horizon, combine
+from simlab.engine.prefill import PrefillPart, allocate
 
 MAX_BLOCK_STEPS = 64
 MIN_BLOCK_STEPS = 4  # a block re-plans when its inputs drift: shorter ones cost more than single steps
 
 
 class Replica:
-    """A single engine instance with its own batch, KV cache and queue."""
+    """A single engine instance with its own queue, running requests and KV cache."""
 
-    def __init__(self, run: "ArmRun", index: int) -> None:
-        self.run = run
-        self.env = run.env
+    def __init__(self, ctx: ReplicaContext, index: int) -> None:
+        self.ctx = ctx
+        self.env = ctx.env
         self.index = index
         self.waiting: deque[int] = deque()
-        self.prefilling: list[list[int]] = []  # [request id, prompt tokens done], in admission order
-        self.decode = DecodeSet(run.policy, run.draw_store)
-        self.kv_used = 0
+        self.prefilling: list[list[int]] = []  # [request id, tokens done, tokens to prefill], admission order
+        self.decode = DecodeSet(ctx.policy, ctx.draw_store)
+        self.kv = ctx.new_pool()
+        self.num_running = 0  # admitted and not yet finished (or preempted)
         self.clock_s = 0.0  # this replica's time, summed step by step (SimPy's clock only orders events)
         self._wake = None
         self._last_step_s = 1e-3  # the last decode-only step's time: sizes blocks only
@@ -41,7 +43,14 @@ class Replica:
     @property
     def load(self) -> int:
         """Requests queued or running here (the least-loaded router's measure)."""
-        return len(self.waiting) + len(self.prefilling) + len(self.decode)
+        return len(self.waiting) + self.num_running
+
+    def cached_prefix_blocks(self, request_id: int) -> int:
+        """How many leading prefix blocks of the request's prompt this replica's cache holds."""
+        cache, requests = self.kv.cache, self.ctx.requests
+        if cache is None:
+            return 0
+        return cache.match(requests.prefix_blocks[request_id], int(requests.prompt_tokens[request_id]))
 
     def submit(self, request_id: int, now_s: float) -> None:
         self.waiting.append(request_id)
@@ -49,20 +58,58 @@ class Replica:
             self.clock_s = max(self.clock_s, now_s)
             self._wake.succeed()
 
+    # --------------------------------------------------------------------------------- growth and admission
     def _admit(self) -> None:
-        run = self.run
-        while self.waiting and len(self.prefilling) + len(self.decode) < run.engine.max_num_seqs:
+        ctx, kv = self.ctx, self.kv
+        requests = ctx.requests
+        while self.waiting and self.num_running < ctx.limits.max_num_seqs:
             request_id = self.waiting[0]
-            need = run.kv_need[request_id]
-            if self.kv_used + need > run.kv_capacity:
+            emitted = int(requests.emitted[request_id])
+            target = int(requests.prompt_tokens[request_id]) + emitted  # the prompt, or a recompute
+            hits = []
+            if kv.cache is not None:
+                blocks = requests.prefix_blocks[request_id]
+                hits = blocks[: kv.cache.match(blocks, target)].tolist()
+            cached = len(hits) * kv.block_units * kv.unit_tokens
+            if kv.paged:
+                units = kv.units_for(target - cached)
+            else:
+                units = int(requests.prompt_tokens[request_id] + requests.output_tokens[request_id]) - cached
+            if not kv.admit(request_id, units, hits):
                 break
             self.waiting.popleft()
-            self.kv_used += need
-            self.prefilling.append([request_id, 0])
+            self.num_running += 1
+            self.prefilling.append([request_id, cached, target])
+            if not requests.admitted[request_id]:
+                requests.admitted[request_id] = True
+                ctx.counters.cached_prompt_tokens += cached
+
+    def _grow(self) -> None:
+        """Paged KV: give every decoding request the blocks this iteration may write, preempting the newest
+        running requests when none are free (docs/engine.md 6.2)."""
+        if not self.kv.paged or not len(self.decode):
+            return
+        kv_growth.grow(self.kv, self.decode, self.prefilling, self.ctx.policy.gamma, self._preempt)
+
+    def _preempt(self, request_id: int) -> None:
+        """Back to the front of the queue: its KV is released; it keeps what it emitted and recomputes."""
+        ctx = self.ctx
+        stays = self.decode.request_id != request_id
+        if not np.logical_and.reduce(stays):
+            row = int(np.flatnonzero(~stays)[0])
+            ctx.requests.emitted[request_id] = ctx.requests.output_tokens[request_id] - self.decode.remaining[row]
+            self.decode.overwrite({name: getattr(self.decode, name)[stays] for name in DecodeSet.COLUMNS})
+        else:
+            self.prefilling = [entry for entry in self.prefilling if entry[0] != request_id]
+        self.kv.release(request_id)
+        self.num_running -= 1
+        self.waiting.appendleft(request_id)
+        ctx.counters.num_preemptions += 1
 
     def _loop(self):
         env = self.env
         while True:
+            self._grow()
             self._admit()
             if not self.prefilling and not len(self.decode):
                 self._wake = env.event()
@@ -75,71 +122,103 @@ class Replica:
             finish()
 
     # --------------------------------------------------------------------------------------------- one block
+    def _horizon(self) -> Horizon:
+        """The tightest of the arm's sources and this replica's own: a waiting request may take a finished
+        request's seat or KV; a router that reads replicas' state reads this one's; paged KV may run out."""
+        own = []
+        if self.waiting or self.ctx.router_reads_state:
+            own.append(FINISH_ENDS)
+        if self.kv.paged:
+            own.append(Horizon(max_steps=kv_growth.safe_steps(self.kv, self.decode, self.prefilling,
+                                                               self.ctx.policy.gamma, MAX_BLOCK_STEPS)))
+        return combine([self.ctx.outside_horizon(), *own])
+
     def _iterate(self):
         """Plan and commit the next block; returns its end time and what to do when it ends."""
-        run, decode = self.run, self.decode
-        engine, policy = run.engine, run.policy
+        ctx, decode = self.ctx, self.decode
+        limits, policy, cost = ctx.limits, ctx.policy, ctx.cost
+        horizon = self._horizon()
         prefill = self._prefill_plan()
         if prefill is None:  # prefills that cannot all complete now: one iteration, prefill chunked
             roster, num_steps = Roster.build(decode, []), 1
         else:
             roster = Roster.build(decode, prefill.joiners)
-            num_steps = self._block_len(roster)
-        block = plan_block(policy, roster, num_steps, run.draw_store)
+            num_steps = self._block_len(roster, horizon, prefill)
+        block = plan_block(policy, roster, num_steps, ctx.draw_store)
         exact = block.num_exact
         anchors = block.anchors[:exact]
         decode_tokens = block.batch_tokens[:exact]
         context = block.context[:exact].astype(float)
         requests = np.maximum(anchors, 1)
-        verify_s = np.where(anchors > 0, run.cost.verify_s(decode_tokens, context, requests), 0.0)
+        verify_s = np.where(anchors > 0, cost.verify_s(decode_tokens, context, requests), 0.0)
         draft_s = policy.draft_s(anchors, context)
         step_s = draft_s + verify_s
         late = prefill is None  # prefill chunks handed out after planning the decode part
         if late:
-            prefill = _Prefill.allocate(self, min(engine.prefill_budget, engine.max_batch_tokens - int(decode_tokens[0])))
+            prefill = self._allocate(min(limits.prefill_budget, limits.max_batch_tokens - int(decode_tokens[0])))
         if prefill.tokens:
-            step_s[0] = draft_s[0] + run.cost.step_s(
+            step_s[0] = draft_s[0] + cost.step_s(
                 int(decode_tokens[0]), float(context[0]), int(anchors[0]), prefill.tokens, prefill.attn_pairs
             )
         if exact == 1:
             ends, count, finish_step = np.array([self.clock_s + step_s[0]]), 1, None
         else:
             ends = np.add.accumulate(np.concatenate([[self.clock_s], step_s]))[1:]
-            count, finish_step = self._block_end(block, roster, anchors, ends)
-        self._record(block, count, ends[:count], step_s[:count], decode_tokens[:count], prefill)
+            count, finish_step = self._block_end(block, roster, anchors, ends, horizon)
+        inserts = prefill.completed if self.kv.cache is not None else []
+        if inserts and count > 1:  # their prompts completed at the end of step 0, before the block ends
+            self._insert_prompts(inserts)
+            inserts = []
+        kv_tokens = None
+        if count > 1 or self.kv.paged:
+            finish_step = block.finish_step(roster) if finish_step is None else finish_step
+            kv_tokens = kv_growth.series(self.kv, roster, block, count, finish_step, prefill.finishing,
+                                         policy.gamma)
+        self._record(block, count, ends[:count], step_s[:count], decode_tokens[:count], prefill, kv_tokens)
         finished = commit_block(decode, roster, block, count)
-        run.log.steps[roster.request_id] += np.add.reduce(block.active[:count], axis=0)
+        ctx.log.steps[roster.request_id] += np.add.reduce(block.active[:count], axis=0)
         if late and prefill.joiners:  # they decode from the next iteration
             decode.extend(new_decoders(prefill.joiners))
-        for request_id in [j[0] for j in prefill.joiners] + prefill.single_token:
-            run.log.first_token_s[request_id] = ends[0]
+        for request_id in prefill.first:
+            ctx.log.first_token_s[request_id] = ends[0]
         done = []
         if np.logical_or.reduce(finished):
             if count == 1:
                 done = [(float(ends[0]), int(r)) for r in roster.request_id[finished]]
             else:
-                finish_step = block.finish_step(roster) if finish_step is None else finish_step
                 done = [(float(ends[finish_step[i]]), int(roster.request_id[i])) for i in np.flatnonzero(finished)]
-        done += [(float(ends[0]), request_id) for request_id in prefill.single_token]
+        done += [(float(ends[0]), request_id) for request_id in prefill.finishing]
         if count > 1 or not prefill.tokens:  # a decode-only step: sizes the next block
             self._last_step_s = float(step_s[count - 1])
-        return float(ends[count - 1]), lambda: self._release(sorted(done))
+        return float(ends[count - 1]), lambda: self._end_block(sorted(done), inserts)
 
-    def _block_end(self, block, roster: Roster, anchors: np.ndarray, ends: np.ndarray):
+    def _insert_prompts(self, request_ids: list[int]) -> None:
+        requests = self.ctx.requests
+        for request_id in request_ids:
+            self.kv.insert_prompt(request_id, requests.prefix_blocks[request_id].tolist())
+
+    def _end_block(self, done: list[tuple[float, int]], inserts: list[int]) -> None:
+        if inserts:
+            self._insert_prompts(inserts)
+        for finish_s, request_id in done:
+            self.kv.release(request_id)
+            self.num_running -= 1
+            self.ctx.finished(finish_s, request_id)
+
+    def _block_end(self, block, roster: Roster, anchors: np.ndarray, ends: np.ndarray, horizon: Horizon):
         """How many of the block's exact steps to commit: up to the first where nobody is left, where a finish
-        matters beyond the batch, or during which the next request arrives. Also returns each request's finish
-        step when it was needed."""
+        matters beyond the batch, or during which an outside event may happen. Also returns each request's
+        finish step when it was needed."""
         last = len(ends) - 1
         idle = np.flatnonzero(anchors[1:] == 0)  # everyone has finished: nothing left to step
         if idle.size:
             last = min(last, int(idle[0]))
         finish_step = None
-        if self._finish_ends_block():
+        if horizon.finish_ends:
             finish_step = block.finish_step(roster)
             last = min(last, int(np.minimum.reduce(finish_step, initial=last)))
-        next_arrival = self.run.arrivals.next_arrival_s()
-        if next_arrival < ends[last]:
-            last = min(last, int(ends.searchsorted(next_arrival, side="left")))
+        if horizon.until_s < ends[last]:
+            last = min(last, int(ends.searchsorted(horizon.until_s, side="left")))
         return last + 1, finish_step
 
     def _prefill_plan(self):
@@ -147,84 +226,44 @@ class Replica:
         chunks (so the block can carry them on as decoders); otherwise None: the iteration is planned alone and
         prefill takes what the decode part leaves of the token budget."""
         if not self.prefilling:
-            return _Prefill()
-        run, engine = self.run, self.run.engine
-        bound = min(engine.prefill_budget, engine.max_batch_tokens - len(self.decode) * (1 + run.policy.gamma))
-        needed = sum(int(run.prompt_tokens[r]) - done for r, done in self.prefilling)
-        return _Prefill.allocate(self, bound) if needed <= bound else None
+            return PrefillPart()
+        limits = self.ctx.limits
+        bound = min(limits.prefill_budget, limits.max_batch_tokens - len(self.decode) * (1 + self.ctx.policy.gamma))
+        needed = sum(target - done for _, done, target in self.prefilling)
+        return self._allocate(bound) if needed <= bound else None
 
-    def _block_len(self, roster: Roster) -> int:
-        run = self.run
-        if not run.allow_blocks or len(roster) == 0:
+    def _allocate(self, budget: int) -> PrefillPart:
+        requests = self.ctx.requests
+        part, self.prefilling = allocate(self.prefilling, budget, requests, requests.emitted, self.ctx.log.steps)
+        return part
+
+    def _block_len(self, roster: Roster, horizon: Horizon, prefill: PrefillPart) -> int:
+        if horizon.max_steps <= 1 or len(roster) == 0:
             return 1
-        gap = run.arrivals.next_arrival_s() - self.clock_s
+        if prefill.completed and self.kv.cache is not None and (self.waiting or self.ctx.router_reads_state):
+            return 1  # prompts completing now join the cache at this step's end: a hit may admit, or route
+        gap = horizon.until_s - self.clock_s
         if gap <= 0:
             return 1
         num_steps = math.ceil(gap / max(self._last_step_s, 1e-9)) + 1 if math.isfinite(gap) else MAX_BLOCK_STEPS
-        if self._finish_ends_block():  # no request can finish before this many steps
-            num_steps = min(num_steps, math.ceil(int(roster.remaining.min()) / (1 + run.policy.gamma)))
-        num_steps = min(num_steps, MAX_BLOCK_STEPS)
+        if horizon.finish_ends:  # no request can finish before this many steps
+            num_steps = min(num_steps, math.ceil(int(roster.remaining.min()) / (1 + self.ctx.policy.gamma)))
+        num_steps = min(num_steps, horizon.max_steps, MAX_BLOCK_STEPS)
         return num_steps if num_steps >= MIN_BLOCK_STEPS else 1
 
-    def _finish_ends_block(self) -> bool:
-        """A finish changes more than this batch when someone waits for its seat or KV, when it sends the next
-        request (closed loop), or when the router reads this replica's load."""
-        run = self.run
-        return bool(self.waiting) or run.workload.closed_loop is not None or run.routes_by_load
-
     def _record(self, block, count: int, ends: np.ndarray, step_s: np.ndarray, decode_tokens: np.ndarray,
-                prefill) -> None:
-        run = self.run
+                prefill: PrefillPart, kv_tokens) -> None:
+        ctx = self.ctx
         lengths, accepted = block.lengths[:count], block.accepted[:count]
-        run.positions.add(lengths, accepted)  # rows sitting a step out verify and accept 0: not counted
+        ctx.positions.add(lengths, accepted)  # rows sitting a step out verify and accept 0: not counted
         anchors = block.anchors[:count]
-        row = run.steps.append(
+        row = ctx.steps.append(
             count, t_s=self.clock_s if count == 1 else np.concatenate([[self.clock_s], ends[:-1]]), step_s=step_s,
             replica=self.index, num_requests=anchors, decode_requests=anchors, batch_tokens=decode_tokens,
             verify_tokens=np.add.reduce(lengths, axis=1), accepted_tokens=np.add.reduce(accepted, axis=1),
             emitted_tokens=np.add.reduce(block.emitted[:count], axis=1),
+            kv_tokens=self.kv.kv_tokens() if kv_tokens is None else kv_tokens,
         )
         if prefill.num_requests:  # the prefill part of the block's first step
-            run.steps.add_to(row, num_requests=prefill.num_requests, batch_tokens=prefill.tokens,
+            ctx.steps.add_to(row, num_requests=prefill.num_requests, batch_tokens=prefill.tokens,
                              prefill_tokens=prefill.tokens)
-
-    def _release(self, done: list[tuple[float, int]]) -> None:
-        run = self.run
-        for finish_s, request_id in done:
-            self.kv_used -= run.kv_need[request_id]
-            run.finish(request_id, finish_s)
-
-
-class _Prefill:
-    """The prefill part of an iteration: chunks given to prefilling requests, and who completes."""
-
-    def __init__(self, tokens: int = 0, attn_pairs: float = 0.0, num_requests: int = 0,
-                 joiners=(), single_token=()) -> None:
-        self.tokens = tokens
-        self.attn_pairs = attn_pairs
-        self.num_requests = num_requests
-        self.joiners = list(joiners)  # (request id, domain, tokens left after the first, context)
-        self.single_token = list(single_token)  # completed requests that wanted one token only
-
-    @classmethod
-    def allocate(cls, replica: Replica, budget: int) -> "_Prefill":
-        """Chunks in admission order from ``budget`` tokens; completed requests leave ``replica.prefilling``."""
-        run = replica.run
-        tokens, attn_pairs, joiners, single, still = 0, 0.0, [], [], []
-        num_requests = len(replica.prefilling)
-        for entry in replica.prefilling:
-            request_id, done = entry
-            prompt = int(run.prompt_tokens[request_id])
-            chunk = max(min(prompt - done, budget), 0)
-            budget -= chunk
-            tokens += chunk
-            attn_pairs += chunk * (done + chunk / 2.0)
-            if done + chunk < prompt:
-                still.append([request_id, done + chunk])
-            elif run.output_tokens[request_id] > 1:
-                joiners.append((request_id, int(run.domain[request_id]), int(run.output_tokens[request_id]) - 1,
-                                prompt + 1))
-            else:
-                single.append(request_id)
-        replica.prefilling = still
-        return cls(tokens, attn_pairs, num_requests, joiners, single)

@@ -1,4 +1,4 @@
-"""Simulate one arm: a SimPy environment with its replicas, the arrival process and the records."""
+"""Simulate one arm: a SimPy environment with its replicas, the source of requests, the router and the records."""
 
 from __future__ import annotations
 
@@ -10,11 +10,15 @@ import numpy as np
 import simpy
 
 from simlab.config.scenario import EngineConfig
-from simlab.engine.arrivals import Arrivals
+from simlab.engine.context import EngineCounters, ReplicaContext, RequestTable
 from simlab.engine.decode import ArmPolicy
 from simlab.engine.drawstore import DrawStore
+from simlab.engine.kv import KVPool
+from simlab.engine.prefix_cache import PrefixCache, cacheable_blocks
 from simlab.engine.records import PositionCounts, RequestLog, StepLog
 from simlab.engine.replica import Replica
+from simlab.engine.routing import ROUTERS
+from simlab.engine.sources import ClosedLoop, OpenLoop
 
 
 @dataclass
@@ -26,57 +30,63 @@ class ArmResult:
     positions: PositionCounts
     time_in_system_area: float  # integral of the number of requests in the system over time
     sim_wall_s: float
+    counters: EngineCounters
 
 
-class ArmRun:
-    """The state shared by the replicas of one arm while it runs."""
+class ArmSimulation:
+    """One arm's SimPy environment: its replicas, the source of requests, the router and the records."""
 
     def __init__(self, workload, cost, engine: EngineConfig, policy: ArmPolicy, kv_capacity: int,
                  progress: Optional[Callable[[int], None]] = None) -> None:
         requests = workload.requests
         self.env = simpy.Environment()
-        self.workload = workload
-        self.cost = cost
-        self.engine = engine
-        self.policy = policy
-        self.prompt_tokens = requests.prompt_tokens
-        self.output_tokens = requests.output_tokens
-        self.domain = requests.domain
-        self.kv_need = (requests.prompt_tokens + requests.output_tokens).astype(np.int64)
-        self.kv_capacity = kv_capacity
-        self.draw_store = None
-        if policy.draws is not None:
-            shift = policy.draws.request_shift(len(requests))
-            base = policy.draws.base_logit
-            domain = requests.domain
-
-            def base_logit_of(ids: np.ndarray) -> np.ndarray:
-                logits = base[domain[ids]]
-                return logits + shift[ids][:, None] if shift is not None else logits
-
-            self.draw_store = DrawStore(policy.draws, base_logit_of, requests.output_tokens, policy.lag_steps)
+        self.num_requests = len(requests)
         self.log = RequestLog.empty(len(requests))
         self.steps = StepLog()
         self.positions = PositionCounts.empty(policy.gamma)
-        self.allow_blocks = not (workload.closed_loop is not None and engine.replicas > 1)
+        self.counters = EngineCounters()
         self.num_finished = 0
         self._progress = progress
         self._events: list[tuple[float, int]] = []
-        self.routes_by_load = engine.replicas > 1 and engine.router == "least_loaded"
-        self.replicas = [Replica(self, i) for i in range(engine.replicas)]
-        self.arrivals = Arrivals(self)
+        self._router = ROUTERS[engine.router]
+        self._routed = 0
+        prefix_blocks = None
+        if engine.prefix_caching:
+            prefix_blocks = cacheable_blocks(requests)
+        table = RequestTable(requests.prompt_tokens, requests.output_tokens, requests.domain, prefix_blocks)
+        block_size = engine.block_size if engine.kv_policy == "paged" else None
+        ctx = ReplicaContext(
+            env=self.env, cost=cost, policy=policy, limits=engine, requests=table,
+            draw_store=_draw_store(policy, requests), log=self.log, steps=self.steps, positions=self.positions,
+            counters=self.counters, outside_horizon=lambda: self.source.horizon(), finished=self._finished,
+            new_pool=lambda: KVPool(kv_capacity, len(requests), block_size=block_size,
+                                    cache=PrefixCache() if engine.prefix_caching else None),
+            router_reads_state=self._router.reads_state and engine.replicas > 1,
+        )
+        self.replicas = [Replica(ctx, i) for i in range(engine.replicas)]
+        closed = workload.closed_loop
+        if closed is None:
+            self.source = OpenLoop(self.env, requests.arrival_s, self._arrive)
+        else:
+            self.source = ClosedLoop(self.env, len(requests), closed.concurrency, closed.think_time_s,
+                                     self._arrive, num_replicas=engine.replicas)
 
-    def arrive(self, request_id: int, now: float) -> None:
-        self.log.arrival_s[request_id] = now
-        self._events.append((now, 1))
+    def _arrive(self, request_id: int, now_s: float) -> None:
+        self.log.arrival_s[request_id] = now_s
+        self._events.append((now_s, 1))
+        replicas = self.replicas
+        index = self._router.choose(replicas, request_id, self._routed) if len(replicas) > 1 else 0
+        self._routed += 1
+        self.log.replica[request_id] = index
+        replicas[index].submit(request_id, now_s)
 
-    def finish(self, request_id: int, now: float) -> None:
-        self.log.finish_s[request_id] = now
-        self._events.append((now, -1))
+    def _finished(self, finish_s: float, request_id: int) -> None:
+        self.log.finish_s[request_id] = finish_s
+        self._events.append((finish_s, -1))
         self.num_finished += 1
         if self._progress is not None and self.num_finished % 256 == 0:
             self._progress(self.num_finished)
-        self.arrivals.on_finish(now)
+        self.source.on_finish(finish_s)
 
     def time_in_system_area(self) -> float:
         """Integral over time of the number of requests in the system, from the arrival and finish events in
@@ -90,22 +100,35 @@ class ArmRun:
         return float(np.sum(in_system[:-1] * np.diff(times)))
 
 
+def _draw_store(policy: ArmPolicy, requests) -> Optional[DrawStore]:
+    if policy.draws is None:
+        return None
+    shift = policy.draws.request_shift(len(requests))
+    base = policy.draws.base_logit
+    domain = requests.domain
+
+    def base_logit_of(ids: np.ndarray) -> np.ndarray:
+        logits = base[domain[ids]]
+        return logits + shift[ids][:, None] if shift is not None else logits
+
+    return DrawStore(policy.draws, base_logit_of, requests.output_tokens, policy.lag_steps)
+
+
 def simulate_arm(workload, cost, engine: EngineConfig, policy: ArmPolicy, kv_capacity: int,
                  progress: Optional[Callable[[int], None]] = None) -> ArmResult:
     """Run one arm to completion (every request finished)."""
     started = time.perf_counter()
-    run = ArmRun(workload, cost, engine, policy, kv_capacity, progress)
-    run.env.run()
-    if run.num_finished != len(run.prompt_tokens):
-        raise RuntimeError(
-            f"simulation ended with {len(run.prompt_tokens) - run.num_finished} requests unfinished"
-        )
+    sim = ArmSimulation(workload, cost, engine, policy, kv_capacity, progress)
+    sim.env.run()
+    if sim.num_finished != sim.num_requests:
+        raise RuntimeError(f"simulation ended with {sim.num_requests - sim.num_finished} requests unfinished")
     if progress is not None:
-        progress(run.num_finished)
+        progress(sim.num_finished)
     return ArmResult(
-        log=run.log,
-        steps=run.steps.columns(),
-        positions=run.positions,
-        time_in_system_area=run.time_in_system_area(),
+        log=sim.log,
+        steps=sim.steps.columns(),
+        positions=sim.positions,
+        time_in_system_area=sim.time_in_system_area(),
         sim_wall_s=time.perf_counter() - started,
+        counters=sim.counters,
     )

@@ -17,7 +17,6 @@ real_app = typer.Typer(
     help="Real mode: PyTorch target + DFlash/DSpark drafter, lossless batched speculative decoding.",
 )
 
-SCHEDULERS = ("fixed", "threshold", "hardware_aware", "async_topk", "goodput")
 
 
 def _fail(message: str) -> None:
@@ -38,18 +37,26 @@ def _prepare_torch(threads: Optional[int]) -> None:
         torch.set_num_threads(threads)
 
 
-def _scheduler(kind: str, threshold: float, lag_steps: int):
-    from simlab.schedulers import make_scheduler
+def _scheduler(kind: str, threshold: Optional[float], lag_steps: Optional[int]):
+    """The registry's scheduler ``kind``, given the options among ``--threshold`` and ``--lag-steps`` that its
+    parameter model has (each kind's own defaults otherwise)."""
+    from pydantic import ValidationError
 
-    if kind not in SCHEDULERS:
-        _fail(f"--scheduler {kind!r} is not valid; choose one of {', '.join(SCHEDULERS)}")
-    if kind == "threshold":
-        if not 0.0 < threshold < 1.0:
-            _fail(f"--threshold {threshold} must be in (0, 1)")
-        return make_scheduler(kind, threshold=threshold)
-    if kind in ("async_topk", "goodput"):
-        return make_scheduler(kind, lag_steps=lag_steps)
-    return make_scheduler(kind)
+    from simlab.schedulers import REGISTRY, kinds, make_scheduler
+
+    if kind not in kinds(real=True):
+        _fail(f"--scheduler {kind!r} is not valid; choose one of {', '.join(kinds(real=True))}")
+    given = {"threshold": threshold, "lag_steps": lag_steps}
+    params = {name: value for name, value in given.items()
+              if value is not None and name in REGISTRY[kind].params.model_fields}
+    try:
+        return make_scheduler(kind, **params)
+    except ValidationError as error:
+        problem = error.errors()[0]
+        option = "--" + str(problem["loc"][0]).replace("_", "-")
+        if problem["type"] == "missing":
+            _fail(f"--scheduler {kind} needs {option}")
+        _fail(f"{option} {problem['input']}: {problem['msg'].lower()}")
 
 
 def _load(pair_dir: Optional[Path]):
@@ -90,9 +97,9 @@ def generate(
     gamma: int = typer.Option(7, min=0, max=16, help="Drafted positions per round (0: plain decoding)."),
     max_new_tokens: int = typer.Option(200, min=1),
     temperature: float = typer.Option(0.0, min=0.0),
-    scheduler: str = typer.Option("fixed", help=f"Verify-length scheduler: {', '.join(SCHEDULERS)}."),
-    threshold: float = typer.Option(0.5, help="Confidence threshold of the threshold scheduler."),
-    lag_steps: int = typer.Option(2, min=1, help="Lag of async_topk / goodput."),
+    scheduler: str = typer.Option("fixed", help="Verify-length scheduler: a kind of the scheduler registry that real mode runs (see docs/schedulers.md)."),
+    threshold: Optional[float] = typer.Option(None, help="Confidence threshold of the threshold scheduler."),
+    lag_steps: Optional[int] = typer.Option(None, min=0, help="Lag of async_topk / goodput (default: the kind's)."),
     seed: int = typer.Option(0),
     pair: Optional[Path] = typer.Option(None, help="Pair folder (default: the shipped pair)."),
     threads: Optional[int] = typer.Option(None, min=1),
@@ -105,7 +112,7 @@ def generate(
     loaded = _load(pair)
     prompt_ids = tuple(loaded.tokenizer.encode_document(prompt))
     cost = None
-    if policy.info.uses_cost:
+    if policy.entry.reads_verify_cost:
         from simlab.real.profile import profile_verify_cost
 
         cost = profile_verify_cost(loaded.target, max_num_seqs=1, max_batch_tokens=gamma + 1)
@@ -127,9 +134,9 @@ def evaluate(
     prompt_len: int = typer.Option(64, min=1),
     max_new_tokens: int = typer.Option(128, min=1),
     max_num_seqs: int = typer.Option(16, min=1),
-    scheduler: str = typer.Option("fixed", help=f"Verify-length scheduler: {', '.join(SCHEDULERS)}."),
-    threshold: float = typer.Option(0.5),
-    lag_steps: int = typer.Option(2, min=1),
+    scheduler: str = typer.Option("fixed", help="Verify-length scheduler: a kind of the scheduler registry that real mode runs (see docs/schedulers.md)."),
+    threshold: Optional[float] = typer.Option(None),
+    lag_steps: Optional[int] = typer.Option(None, min=0),
     seed: int = typer.Option(0),
     pair: Optional[Path] = typer.Option(None, help="Pair folder (default: the shipped pair)."),
     out: Optional[Path] = typer.Option(None, help="Write requests.csv, steps.csv, request_steps.csv here."),
@@ -144,7 +151,7 @@ def evaluate(
     policy = _scheduler(scheduler, threshold, lag_steps)
     loaded = _load(pair)
     cost = None
-    if policy.info.uses_cost:
+    if policy.entry.reads_verify_cost:
         from simlab.real.profile import profile_verify_cost
 
         cost = profile_verify_cost(loaded.target, max_num_seqs=max_num_seqs,

@@ -31,7 +31,7 @@ from simlab.real.generate import pad_batch
 from simlab.real.records import RecordBook, write_records
 from simlab.real.sampling import analytic_acceptance, sample_from_probs, target_probs, verify
 from simlab.real.target import TargetModel
-from simlab.schedulers import ScheduleInputs, Scheduler, make_scheduler
+from simlab.schedulers import DEFAULT_KIND, ScheduleInputs, Scheduler, make_scheduler
 
 VerifyCost = Callable[[np.ndarray], np.ndarray]
 
@@ -157,16 +157,15 @@ class SpeculativeEngine:
     ) -> None:
         self.target = target
         self.drafter = drafter
-        self.scheduler = scheduler or make_scheduler("fixed")
+        self.scheduler = scheduler or make_scheduler(DEFAULT_KIND)
         self.config = config
         self.verify_cost = verify_cost
-        info = self.scheduler.info
-        if info.uses_truth:
-            raise ValueError(f"scheduler {self.scheduler.kind!r} needs the true outcomes; real mode cannot run it")
-        if info.uses_cost and verify_cost is None:
+        entry = self.scheduler.entry
+        if not entry.real:
+            raise ValueError(f"scheduler {self.scheduler.kind!r} cannot run in real mode (it needs the true outcomes)")
+        if entry.reads_verify_cost and verify_cost is None:
             raise ValueError(f"scheduler {self.scheduler.kind!r} needs a verify_cost curve")
-        needs_conf = self.scheduler.kind != "fixed"
-        if drafter is not None and needs_conf and drafter.confidence_head is None:
+        if drafter is not None and entry.reads_confidence and drafter.confidence_head is None:
             raise ValueError(f"scheduler {self.scheduler.kind!r} reads confidences; the drafter has no confidence head")
         if config.gamma < 0 or (drafter is None and config.gamma):
             config = EngineConfig(**{**config.__dict__, "gamma": 0})

@@ -17,7 +17,7 @@ def fixed(inp: ScheduleInputs) -> np.ndarray:
     return clip_to_budget(lengths, survival(inp.conf, inp.max_len), inp.token_budget)
 
 
-def threshold(inp: ScheduleInputs, *, threshold: float, cumulative: bool = False) -> np.ndarray:
+def threshold(inp: ScheduleInputs, *, threshold: float, cumulative: bool) -> np.ndarray:
     """Cut each request at its first position whose confidence is below ``threshold``.
 
     Per position by default (the DeepSpec evaluator); with ``cumulative`` the survival a_j is compared.
@@ -65,7 +65,7 @@ def _top_k(inp: ScheduleInputs, budget: np.ndarray) -> np.ndarray:
     return path.lengths(np.minimum(budget, cap(path.num_valid, inp.token_budget)))
 
 
-def async_topk(inp: ScheduleInputs, *, lag_steps: int = 2) -> np.ndarray:
+def async_topk(inp: ScheduleInputs, *, lag_steps: int) -> np.ndarray:
     """Production variant (DSpark section 5.2): K = argmax of tau * SPS(B) over lagged confidences,
     then the global top-K of the current survival values. The lag is a causal barrier, so a global argmax
     is allowed and can jump over cliffs in SPS(B)."""
@@ -77,7 +77,7 @@ def async_topk(inp: ScheduleInputs, *, lag_steps: int = 2) -> np.ndarray:
     return _top_k(inp, budget)
 
 
-def goodput(inp: ScheduleInputs, *, lag_steps: int = 1) -> np.ndarray:
+def goodput(inp: ScheduleInputs, *, lag_steps: int) -> np.ndarray:
     """vLLM/SGLang-style adaptive verification: K maximises expected tokens / (draft + verify seconds),
     computed on confidences ``lag_steps`` old (the current ones when 0), then the current top-K."""
     if inp.conf.shape[1] == 0:

@@ -18,7 +18,7 @@ from typing import Any, Optional
 
 from pydantic import Field, PositiveFloat
 
-from simlab.config.base import StrictModel
+from simlab.strict import StrictModel
 from simlab.errors import InputError
 from simlab.studies.paths import check_path, set_path
 from simlab.validation import validate

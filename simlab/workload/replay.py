@@ -14,9 +14,11 @@ from simlab.workload.trace_index import locate_trace
 from simlab.workload.traces import TraceOrigin, read_trace
 
 
-def build_trace_workload(cfg: TraceWorkload, *, base_dir: Path, seed: int, file: str | Path) -> Workload:
+def build_trace_workload(cfg: TraceWorkload, *, base_dir: Path, seed: int, file: str | Path,
+                         prefix_ids: bool = False) -> Workload:
     """Replay the trace ``cfg.path``: arrivals relative to the first request, gaps scaled by ``time_scale``,
-    arrivals at or after ``max_duration_s`` dropped, then the first ``max_requests`` kept."""
+    arrivals at or after ``max_duration_s`` dropped, then the first ``max_requests`` kept. With
+    ``prefix_ids``, a Mooncake trace's ``hash_ids`` are read too (for prefix caching)."""
     origin = TraceOrigin(file=file, prefix="workload")
     location = locate_trace(cfg.path, base_dir=base_dir, file=file, field=origin.field("path"))
     fmt = location.format_for(cfg.format, cfg.columns is not None)
@@ -45,6 +47,7 @@ def build_trace_workload(cfg: TraceWorkload, *, base_dir: Path, seed: int, file:
         output_tokens=table.output_tokens[:num_kept].copy(),
         domain=domain,
         domain_names=names,
+        prefix_ids=_prefix_ids(table, num_kept) if prefix_ids else None,
     )
     source = {
         "kind": "trace",
@@ -64,3 +67,13 @@ def build_trace_workload(cfg: TraceWorkload, *, base_dir: Path, seed: int, file:
         source["licence"] = location.shipped.licence
     return Workload(requests=requests, closed_loop=None, source=source)
 
+
+
+def _prefix_ids(table, num_kept: int):
+    """The first ``num_kept`` requests' prefix block ids, when the trace names them (Mooncake's hash_ids)."""
+    if table.format != "mooncake":
+        return None
+    from simlab.workload.prefix_ids import read_hash_ids
+
+    offsets, ids = read_hash_ids(table.path)
+    return offsets[: num_kept + 1].copy(), ids[: int(offsets[num_kept])].copy()

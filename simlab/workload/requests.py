@@ -24,6 +24,7 @@ class Requests:
     output_tokens: np.ndarray  # int64 [N]
     domain: np.ndarray  # int16 [N]
     domain_names: tuple[str, ...]
+    prefix_ids: Optional[tuple[np.ndarray, np.ndarray]] = None  # (offsets int64 [N+1], hash ids int64 [M])
 
     def __post_init__(self) -> None:
         fields = {
@@ -52,6 +53,19 @@ class Requests:
 
     def __len__(self) -> int:
         return len(self.arrival_s)
+
+    def take(self, index: np.ndarray) -> "Requests":
+        """The requests at ``index`` (e.g. a sort order or a truncation), prefix ids included."""
+        prefix_ids = None
+        if self.prefix_ids is not None:
+            offsets, ids = self.prefix_ids
+            counts = (offsets[1:] - offsets[:-1])[index]
+            starts = offsets[:-1][index]
+            new_offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+            gather = np.repeat(starts - new_offsets[:-1], counts) + np.arange(int(new_offsets[-1]))
+            prefix_ids = (new_offsets, ids[gather])
+        return Requests(self.arrival_s[index], self.prompt_tokens[index], self.output_tokens[index],
+                        self.domain[index], self.domain_names, prefix_ids)
 
     def domain_labels(self) -> np.ndarray:
         """The domain name of each request (an object array of str)."""

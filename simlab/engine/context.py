@@ -1,0 +1,57 @@
+"""What a replica may read and do: the small context one arm's simulation gives each of its replicas."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+import numpy as np
+
+from simlab.engine.decode import ArmPolicy
+from simlab.engine.horizon import Horizon
+from simlab.engine.records import PositionCounts, RequestLog, StepLog
+
+
+@dataclass
+class RequestTable:
+    """The arm's requests as arrays indexed by request id, plus what the engine tracks per request."""
+
+    prompt_tokens: np.ndarray
+    output_tokens: np.ndarray
+    domain: np.ndarray
+    prefix_blocks: Optional[list[np.ndarray]]  # each request's cacheable prefix block ids (prefix caching only)
+    emitted: np.ndarray = field(init=False)  # tokens emitted so far (kept across a preemption)
+    admitted: np.ndarray = field(init=False)  # admitted at least once
+
+    def __post_init__(self) -> None:
+        self.emitted = np.zeros(len(self.prompt_tokens), dtype=np.int64)
+        self.admitted = np.zeros(len(self.prompt_tokens), dtype=bool)
+
+
+@dataclass
+class EngineCounters:
+    """Arm-wide counts that summaries report."""
+
+    num_preemptions: int = 0
+    cached_prompt_tokens: int = 0  # prompt tokens served from the prefix cache at first admissions
+
+
+@dataclass
+class ReplicaContext:
+    """Everything a replica needs from its arm: the clock, costs, policy, limits, requests, records, the
+    arm's horizon (when outside events may next act) and where to report finishes."""
+
+    env: object  # simpy.Environment
+    cost: object  # simlab.hardware CostModel
+    policy: ArmPolicy
+    limits: object  # simlab.config.scenario.EngineConfig
+    requests: RequestTable
+    draw_store: object  # DrawStore, or None without drafting
+    log: RequestLog
+    steps: StepLog
+    positions: PositionCounts
+    counters: EngineCounters
+    outside_horizon: Callable[[], Horizon]
+    finished: Callable[[float, int], None]  # (finish time, request id), in time then id order
+    new_pool: Callable[[], object]  # a fresh KVPool for a replica
+    router_reads_state: bool
