@@ -172,26 +172,32 @@ def _sweep_page(folder: Path):
                          for _, r in failed.iterrows()], text_columns=2 + len(doc["fields"]))]
     for name, (caption, payload) in images.items():
         body.append(_figure(name, caption, payload))
+    facet = [] if not data.facets else ["facet"]  # the column only when other fields vary beside the load
+
+    def cells(row, *rest):
+        return ([row["facet"]] if facet else []) + list(rest)
+
     if doc.get("sla_user_tok_s"):
         table = gains.sla_table(data, list(doc["sla_user_tok_s"]), doc.get("baseline"))
         body += [f"<h2>Output tokens/s per GPU at a per-user speed SLA (vs {html.escape(table['baseline'].iloc[0])})"
                  "</h2>", "<p>For each level, each arm's best point of the sweep whose median tokens/s per user "
                  "meets it.</p>",
-                 _table(["facet", "tok/s/user ≥", "arm", "tok/s/GPU", data.x, "user tok/s", "vs baseline"],
-                        [[r["facet"], f"{r['level']:g}", r["arm"], _fmt(r["output_throughput_per_gpu"], "{:,.0f}"),
-                          _fmt(r["load"], "{}"), _fmt(r["median_user_tok_s"]), _Gain(r["vs_baseline"])]
-                         for _, r in table.iterrows()], text_columns=3)]
+                 _table([*facet, "tok/s/user ≥", "arm", "tok/s/GPU", data.x, "user tok/s", "vs baseline"],
+                        [cells(r, f"{r['level']:g}", r["arm"], _fmt(r["output_throughput_per_gpu"], "{:,.0f}"),
+                               _fmt(r["load"], "{:g}"), _fmt(r["median_user_tok_s"]), _Gain(r["vs_baseline"]))
+                         for _, r in table.iterrows()], text_columns=len(facet) + 2)]
     table = gains.gain_table(data)
     if len(table):
         body += ["<h2>Gain at each load</h2>",
                  "<p>Each arm's output tokens/s per GPU and median tokens/s per user, against the no-speculation "
                  "arm and the best fixed-γ arm at the same load (best by that figure).</p>",
-                 _table(["facet", data.x, "arm", "tok/s/GPU", "vs no-spec", "best fixed-γ", "vs best fixed-γ",
+                 _table([*facet, data.x, "arm", "tok/s/GPU", "vs no-spec", "best fixed-γ", "vs best fixed-γ",
                          "user tok/s", "vs no-spec", "best fixed-γ", "vs best fixed-γ"],
-                        [[r["facet"], format_value(r["load"]), r["arm"], _fmt(r["output_throughput_per_gpu"], "{:,.0f}"),
-                          _Gain(r["vs_no_spec"]), r["best_fixed"] or "–", _Gain(r["vs_best_fixed"]),
-                          _fmt(r["median_user_tok_s"]), _Gain(r["user_vs_no_spec"]), r["best_fixed_user"] or "–",
-                          _Gain(r["user_vs_best_fixed"])] for _, r in table.iterrows()], text_columns=3)]
+                        [cells(r, format_value(r["load"]), r["arm"], _fmt(r["output_throughput_per_gpu"], "{:,.0f}"),
+                               _Gain(r["vs_no_spec"]), r["best_fixed"] or "–", _Gain(r["vs_best_fixed"]),
+                               _fmt(r["median_user_tok_s"]), _Gain(r["user_vs_no_spec"]), r["best_fixed_user"] or "–",
+                               _Gain(r["user_vs_best_fixed"])) for _, r in table.iterrows()],
+                        text_columns=len(facet) + 2)]
     return f"simlab sweep: {doc['name']}", body, {name: payload for name, (_, payload) in images.items()}
 
 
