@@ -208,7 +208,7 @@ def _run_round(question: WhatIf, pool, progress: StudyProgress, wanted: dict[int
     for arm, value in wanted.items():
         groups.setdefault(json.dumps(value), (value, []))[1].append(arm)
     order = list(groups.values())
-    tasks = [ProbeTask(question.point(value, arms), str(question.file)) for value, arms in order]
+    tasks = [ProbeTask(question.point(value, arms), str(question.file.resolve())) for value, arms in order]
     progress.add(len(tasks))
     results: dict[int, Any] = {}
     for index, result in pool.run(run_probe, tasks):
