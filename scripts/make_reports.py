@@ -24,7 +24,8 @@ REPO = Path(__file__).resolve().parent.parent
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("studies", nargs="*", help=f"studies to make (default: all of {', '.join(s.name for s in STUDIES)})")
+    names = ", ".join(s.name for s in STUDIES)
+    parser.add_argument("studies", nargs="*", help=f"studies to make (default: all of {names})")
     parser.add_argument("--check", action="store_true", help="only check that the reports are current")
     parser.add_argument("--workers", type=int, default=None, help="parallel workers (default: CPUs)")
     parser.add_argument("--executor", default="local", choices=["local", "dask"])

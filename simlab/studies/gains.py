@@ -39,25 +39,25 @@ def gain_table(data: SweepData) -> pd.DataFrame:
     for facet, frame in data.facet_frames():
         for load, at_load in frame.groupby(data.x, sort=False):
             by_arm = at_load.set_index("arm")
-            base = by_arm.loc[reference] if reference in by_arm.index else None
+
+            def value(arm: Optional[str], key: str):
+                return by_arm.loc[arm, key] if arm is not None and arm in by_arm.index else None
+
             fixed_here = by_arm.loc[[a for a in fixed if a in by_arm.index]]
             best_thr = fixed_here[THROUGHPUT].idxmax() if len(fixed_here) else None
             best_user = fixed_here[USER_SPEED].idxmax() if len(fixed_here) and fixed_here[USER_SPEED].notna().any() \
                 else None
-            for arm in data.arms:
-                if arm not in by_arm.index:
-                    continue
-                row = by_arm.loc[arm]
+            for arm in (a for a in data.arms if a in by_arm.index):
                 rows.append({
                     "facet": facet, "load": load, "arm": arm,
-                    THROUGHPUT: row[THROUGHPUT],
-                    "vs_no_spec": _ratio(row[THROUGHPUT], None if base is None else base[THROUGHPUT]),
+                    THROUGHPUT: value(arm, THROUGHPUT),
+                    "vs_no_spec": _ratio(value(arm, THROUGHPUT), value(reference, THROUGHPUT)),
                     "best_fixed": best_thr,
-                    "vs_best_fixed": _ratio(row[THROUGHPUT], by_arm.loc[best_thr, THROUGHPUT] if best_thr else None),
-                    USER_SPEED: row[USER_SPEED],
-                    "user_vs_no_spec": _ratio(row[USER_SPEED], None if base is None else base[USER_SPEED]),
+                    "vs_best_fixed": _ratio(value(arm, THROUGHPUT), value(best_thr, THROUGHPUT)),
+                    USER_SPEED: value(arm, USER_SPEED),
+                    "user_vs_no_spec": _ratio(value(arm, USER_SPEED), value(reference, USER_SPEED)),
                     "best_fixed_user": best_user,
-                    "user_vs_best_fixed": _ratio(row[USER_SPEED], by_arm.loc[best_user, USER_SPEED] if best_user else None),
+                    "user_vs_best_fixed": _ratio(value(arm, USER_SPEED), value(best_user, USER_SPEED)),
                 })
     return pd.DataFrame(rows)
 

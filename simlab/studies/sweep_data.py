@@ -10,7 +10,7 @@ from typing import Any, Iterator, Optional
 import pandas as pd
 
 from simlab.errors import InputError
-from simlab.studies.figures import format_value
+from simlab.studies.figures import format_value, short_field
 from simlab.studies.whatif import FIND_DEFAULTS
 
 LOAD_FIELDS = tuple(FIND_DEFAULTS) + ("engine.max_num_seqs",)
@@ -64,7 +64,7 @@ class SweepData:
             combo = tuple(json.dumps(point["values"][f], sort_keys=True) for f in self.facets)
             combos.setdefault(combo, []).append(point["id"])
         for combo, ids in combos.items():
-            title = ", ".join(f"{f}={format_value(json.loads(t))}" for f, t in zip(self.facets, combo))
+            title = ", ".join(f"{short_field(f)}={format_value(json.loads(t))}" for f, t in zip(self.facets, combo))
             yield title, self.table[self.table["point"].isin(ids)]
 
 

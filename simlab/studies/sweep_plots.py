@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from simlab.studies.figures import (arm_colours, field_label, format_value, metric_label, new_figure, pareto_mask,
-                                    png_bytes)
+                                    png_bytes, short_field)
 from simlab.studies.sweep_data import SweepData
 
 PERCENTILE_STYLES = (("median", "-", "p50"), ("p90", "--", "p90"), ("p99", ":", "p99"))
@@ -66,15 +66,18 @@ def pareto_png(data: SweepData, colours: dict, sla_lines: Optional[list[tuple[st
                 ax.annotate(format_value(load), (xi, yi), textcoords="offset points", xytext=(3, 3), fontsize=6,
                             color=colour, alpha=1.0 if on_front else 0.35)
         for kind, value, text in sla_lines or []:
-            line = ax.axvline if kind == "x" else ax.axhline
-            line(value, color="black", linestyle="--", linewidth=1)
-            ax.annotate(text, (value, 0) if kind == "x" else (0, value), xycoords=("data", "axes fraction")
-                        if kind == "x" else ("axes fraction", "data"), xytext=(3, 3), textcoords="offset points",
-                        fontsize=7)
+            if kind == "x":
+                ax.axvline(value, color="black", linestyle="--", linewidth=0.8, alpha=0.6)
+                ax.annotate(text, (value, 0.99), xycoords=("data", "axes fraction"), xytext=(2, 0),
+                            textcoords="offset points", fontsize=6, rotation=90, va="top")
+            else:
+                ax.axhline(value, color="black", linestyle="--", linewidth=0.8, alpha=0.6)
+                ax.annotate(text, (0.01, value), xycoords=("axes fraction", "data"), xytext=(0, 2),
+                            textcoords="offset points", fontsize=6)
         ax.set_xlabel(metric_label("median_user_tok_s"))
         ax.set_ylabel(metric_label("output_throughput_per_gpu"))
         ax.set_title(("Pareto front per arm" + (f": {title}" if title else "")) +
-                     f"\n(labels: {data.x}; faded: dominated)", fontsize=9)
+                     f"\n(labels: {short_field(data.x)}; faded: dominated)", fontsize=9)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
     fig.tight_layout()
@@ -147,8 +150,9 @@ def acceptance_png(data: SweepData, colours: dict) -> Optional[bytes]:
             for row, style in ((mine.iloc[0], "-"), (mine.iloc[-1], "--")):
                 rates = data.positions[(data.positions["point"] == row["point"]) & (data.positions["arm"] == arm)]
                 if len(rates):
+                    label = f"{arm}, {short_field(data.x)}={format_value(row[data.x])}"
                     ax_pos.plot(rates["position"], rates["acceptance_rate"], linestyle=style, marker=".",
-                                color=colours[arm], label=f"{arm}, {data.x}={format_value(row[data.x])}")
+                                color=colours[arm], label=label)
         ax_tau.set_ylabel(metric_label("spec_decode_acceptance_length"))
         _x_axis(ax_tau, data)
         ax_tau.set_title("τ: tokens emitted per request-step" + (f"\n{title}" if title else ""), fontsize=9)
@@ -167,10 +171,12 @@ def acceptance_png(data: SweepData, colours: dict) -> Optional[bytes]:
 def figures(data: SweepData) -> dict[str, tuple[str, bytes]]:
     """Every figure of a sweep report: file name -> (caption, PNG)."""
     colours = arm_colours(data.arms)
-    sla = [("x", level, f"{level:g} tok/s/user") for level in data.doc.get("sla_user_tok_s") or []]
-    out = {"report-pareto.png": ("Output tokens/s per GPU against median tokens/s per user. Each arm's Pareto "
-                                 "front is joined; dominated points are faded; labels give the load.",
-                                 pareto_png(data, colours, sla))}
+    levels = data.doc.get("sla_user_tok_s") or []
+    sla = [("x", level, f"≥ {level:g}") for level in levels]
+    caption = ("Output tokens/s per GPU against median tokens/s per user. Each arm's Pareto front is joined; "
+               "dominated points are faded; labels give the load."
+               + (" Dashed: the per-user speed SLAs of the table below." if levels else ""))
+    out = {"report-pareto.png": (caption, pareto_png(data, colours, sla))}
     out["report-latency.png"] = ("Time to first token and time per output token against load.",
                                  latency_png(data, colours))
     goodput = metric_png(data, colours, "request_goodput", "goodput: requests/s meeting every SLO")
