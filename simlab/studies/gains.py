@@ -26,9 +26,17 @@ def no_spec_arm(data: SweepData) -> Optional[str]:
 
 
 def fixed_arms(data: SweepData) -> list[str]:
-    return [a for a in data.arms
-            if data.arm_kinds.get(a, {}).get("method") not in (None, "none")
-            and data.arm_kinds.get(a, {}).get("scheduler") == "fixed"]
+    """The fixed-γ arms: speculative arms whose scheduler reads neither confidences, costs nor outcomes (the
+    scheduler registry's capability flags), so they verify every drafted position."""
+    from simlab.schedulers.registry import REGISTRY
+
+    def verifies_every_draft(kind: dict) -> bool:
+        scheduler = REGISTRY.get(kind.get("scheduler", ""))
+        return kind.get("method") not in (None, "none") and scheduler is not None and not (
+            scheduler.reads_confidence or scheduler.reads_verify_cost or scheduler.reads_draft_cost
+            or scheduler.reads_truth)
+
+    return [a for a in data.arms if verifies_every_draft(data.arm_kinds.get(a, {}))]
 
 
 def gain_table(data: SweepData) -> pd.DataFrame:

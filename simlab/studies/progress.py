@@ -70,8 +70,8 @@ class BarProgress(StudyProgress):
 
         self._progress = Progress(
             TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-            TextColumn("[red]{task.fields[failed]} failed"), TimeElapsedColumn(), TextColumn("left"),
-            TimeRemainingColumn(), console=Console(stderr=True), transient=True,
+            TextColumn("[red]{task.fields[failed]} failed"), TextColumn("elapsed"), TimeElapsedColumn(),
+            TextColumn("left"), TimeRemainingColumn(), console=Console(stderr=True), transient=True,
         )
         self._task = None
         self.failed = 0
