@@ -38,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
             continue
         stale.append(name)
         if not args.check:
-            write_table(path, data)
+            write_table(path, data, written_by="simlab scripts/make_profiles.py")
             print(f"wrote {path}")
     if args.check and stale:
         print("stale or missing: " + ", ".join(stale) + " (run scripts/make_profiles.py)", file=sys.stderr)

@@ -27,8 +27,10 @@ def domain_weights(domain: np.ndarray, domain_names: tuple[str, ...]) -> dict[st
 
 
 def prepare_arm(arm: Arm, spec: AcceptanceSpec, cost, *, domain_names: tuple[str, ...], weights: dict[str, float],
-                max_batch_tokens: int, seed: int) -> PreparedArm:
-    """Build the policy for one arm; fits STS on a warm-up sample unless the arm says ``calibration: none``."""
+                max_batch_tokens: int, seed: int, output_tokens=None) -> PreparedArm:
+    """Build the policy for one arm; fits STS on a warm-up sample unless the arm says ``calibration: none``.
+    With recorded acceptance (``spec.recorded``), ``output_tokens`` (the requests' output lengths) binds each
+    request to the recording it replays."""
     gamma = arm.draft_len
     method = arm.method
     if gamma == 0:
@@ -50,5 +52,6 @@ def prepare_arm(arm: Arm, spec: AcceptanceSpec, cost, *, domain_names: tuple[str
         temperatures=temperatures,
     )
     scheduler = from_config(arm.scheduler)
-    policy = ArmPolicy(method, gamma, scheduler, draws, cost, max_batch_tokens, prior_conf)
+    replay = spec.recorded.bind(output_tokens, seed) if spec.recorded is not None else None
+    policy = ArmPolicy(method, gamma, scheduler, draws, cost, max_batch_tokens, prior_conf, replay)
     return PreparedArm(arm, policy, report)

@@ -9,7 +9,7 @@ from typing import Optional
 import typer
 from rich.console import Console
 
-from simlab.errors import InputError
+from simlab.errors import InputError, OutputError
 
 app = typer.Typer(
     add_completion=False,
@@ -17,6 +17,22 @@ app = typer.Typer(
     help="simlab: simulate and measure LLM serving with parallel-draft speculative decoding.",
     pretty_exceptions_enable=False,
 )
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from simlab import __version__
+
+        typer.echo(f"simlab {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: bool = typer.Option(False, "--version", is_eager=True, callback=_print_version,
+                                 help="Print simlab's version and exit."),
+) -> None:
+    """simlab: simulate and measure LLM serving with parallel-draft speculative decoding."""
 
 
 @app.command()
@@ -30,6 +46,7 @@ def run(
 ) -> None:
     """Simulate every arm of SCENARIO, print a comparison table and write the results folder."""
     from simlab.outputs import check_out_dir
+    from simlab.progress import run_progress
     from simlab.runner import default_jobs, run_scenario
     from simlab.scenario import load_scenario
     from simlab.table import arms_table
@@ -37,10 +54,9 @@ def run(
     loaded = load_scenario(scenario, seed=seed)
     out_dir = out if out is not None else Path("results") / loaded.scenario.name
     check_out_dir(out_dir, kind="run", inputs=[loaded.file])
-    console = Console(stderr=True)
-    with _progress(console, quiet) as progress:
-        results = run_scenario(loaded, out_dir, jobs=jobs or default_jobs(), plot=plot,
-                               progress=_BarProgress(progress), command=_command_line())
+    with run_progress(quiet) as progress:
+        results = run_scenario(loaded, out_dir, jobs=jobs or default_jobs(), plot=plot, progress=progress,
+                               command=_command_line())
     if not quiet:
         stdout = Console()
         if not stdout.is_terminal:
@@ -48,35 +64,21 @@ def run(
         total = int(next(iter(results.arms.values()))["completed"])
         stdout.print(arms_table(f"{loaded.scenario.name}: {total} requests", results.arms))
         stdout.print(f"results: {out_dir}/")
+    print_warnings(results.arms)
 
 
-class _BarProgress:
-    """Feeds run_scenario's progress to a rich progress bar, one task per arm."""
-
-    def __init__(self, progress) -> None:
-        self.progress = progress
-        self.tasks: list = []
-
-    def start(self, arm_labels: list[str], num_requests: int) -> None:
-        self.tasks = [self.progress.add_task(label, total=num_requests) for label in arm_labels]
-
-    def update(self, arm_index: int, num_finished: int) -> None:
-        self.progress.update(self.tasks[arm_index], completed=num_finished)
+def print_warnings(arms: dict) -> None:
+    """Each arm's overload warnings on stderr, one line each (also in summary.json; see docs/metrics.md)."""
+    console = Console(stderr=True, highlight=False, soft_wrap=True)
+    for name, metrics in arms.items():
+        for warning in metrics.get("warnings") or ():
+            console.print(f"warning: {name}: {warning}", markup=False)
 
 
 def _command_line() -> str:
     import shlex
 
     return " ".join(["simlab", *map(shlex.quote, sys.argv[1:])])
-
-
-def _progress(console: Console, quiet: bool):
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    return Progress(
-        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-        console=console, transient=True, disable=quiet or not console.is_terminal,
-    )
 
 
 _MOUNTED: list[bool] = []
@@ -86,6 +88,7 @@ def _mount_subcommands() -> None:
     if _MOUNTED:
         return
     _MOUNTED.append(True)
+    from simlab.acceptance.cli import acceptance_app, calibrate_command
     from simlab.audit.cli import audit_command
     from simlab.hardware.cli import profiles_app
     from simlab.real.cli import real_app
@@ -97,6 +100,8 @@ def _mount_subcommands() -> None:
     app.command("sweep")(sweep_command)
     app.command("whatif")(whatif_command)
     app.command("report")(report_command)
+    app.add_typer(acceptance_app, name="acceptance", help="Fit acceptance models from real engines' logs.")
+    app.command("calibrate")(calibrate_command)
     app.command("profile")(profile_command)
     app.add_typer(profiles_app, name="profiles", help="List and export hardware cost profiles.")
     app.add_typer(traces_app, name="traces", help="List and describe the shipped request traces.")
@@ -113,6 +118,9 @@ def main() -> None:
     except InputError as err:
         Console(stderr=True, highlight=False, soft_wrap=True).print(f"error: {err.message}", markup=False)
         sys.exit(2)
+    except OutputError as err:
+        Console(stderr=True, highlight=False, soft_wrap=True).print(f"error: {err.message}", markup=False)
+        sys.exit(1)
     except (typer.Abort, KeyboardInterrupt):
         Console(stderr=True).print("aborted")
         sys.exit(130)

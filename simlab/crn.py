@@ -20,6 +20,7 @@ _TO_UNIT = 2.0**-53
 ACCEPT = 1  # per (request, step, position): accept/reject uniform (high 32 bits), token noise (low 32 bits)
 NOISE = 2  # rehash of ACCEPT bits: head noise (high 32 bits); position 0's low bits: step innovation
 REQUEST_DIFFICULTY = 4  # per request: difficulty
+RECORDING = 5  # per request: which recorded request it replays (acceptance kind trace)
 
 
 def _mix(x: np.ndarray) -> np.ndarray:

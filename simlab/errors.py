@@ -60,5 +60,39 @@ class InputError(Exception):
 
 
 def _show(value: Any) -> str:
-    text = repr(value)
+    text = repr(plain(value))
     return text if len(text) <= 80 else text[:77] + "..."
+
+
+def plain(value: Any) -> Any:
+    """``value`` as the plain Python value a person wrote: numpy scalars and arrays become int, float, bool and
+    lists (a message shows ``-600``, not ``np.int64(-600)``)."""
+    if hasattr(value, "tolist") and callable(value.tolist) and type(value).__module__ == "numpy":
+        return value.tolist()
+    if isinstance(value, (list, tuple)):
+        return type(value)(plain(v) for v in value)
+    if isinstance(value, dict):
+        return {plain(k): plain(v) for k, v in value.items()}
+    return value
+
+
+class OutputError(Exception):
+    """Writing an output failed for a reason outside the input (disk full, permissions changed mid-run, ...).
+
+    ``str(err)`` is one line naming the path and the reason; the command line prints it and exits with status 1.
+    Whatever was at the path is left as it was."""
+
+    def __init__(self, path: str | Path, reason: str) -> None:
+        self.path = str(path)
+        self.reason = reason
+        super().__init__(self.message)
+
+    @property
+    def message(self) -> str:
+        return f"{self.path}: could not write: {self.reason}; nothing there was changed"
+
+    @classmethod
+    def from_os_error(cls, path: str | Path, exc: OSError) -> "OutputError":
+        reason = exc.strerror or str(exc) or type(exc).__name__
+        where = f" ({exc.filename})" if exc.filename and str(exc.filename) != str(path) else ""
+        return cls(path, f"{reason}{where}")

@@ -76,6 +76,7 @@ def summarise(result: ArmResult, prompt_tokens: np.ndarray, output_tokens: np.nd
     verify_tokens = int(steps["verify_tokens"].sum())
     accepted_tokens = int(steps["accepted_tokens"].sum())
     emitted_decode = int(steps["emitted_tokens"].sum())
+    drafted_tokens = int(steps["drafted_tokens"].sum())
     metrics: dict = {
         "completed": completed,
         "duration_s": duration_s,
@@ -110,7 +111,8 @@ def summarise(result: ArmResult, prompt_tokens: np.ndarray, output_tokens: np.nd
             "mean_verify_tokens_per_step": float(steps["verify_tokens"][decoding].mean()) if decoding.any() else 0.0,
             "mean_batch_requests": float(steps["num_requests"].mean()) if len(steps["num_requests"]) else 0.0,
             "mean_verify_tokens_per_request_step": verify_tokens / request_steps if request_steps else 0.0,
-            "verify_utilization": verify_tokens / (gamma * request_steps) if gamma and request_steps else None,
+            "verify_utilization": verify_tokens / drafted_tokens if drafted_tokens else None,
+            "mean_drafted_tokens_per_step": float(steps["drafted_tokens"][decoding].mean()) if decoding.any() else 0.0,
             "wasted_verify_tokens": verify_tokens - accepted_tokens,
             "num_steps": int(len(steps["step_s"])),
             "mean_step_ms": float(steps["step_s"].mean() * 1e3) if len(steps["step_s"]) else None,

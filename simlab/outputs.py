@@ -11,6 +11,9 @@ Every command that writes goes through this module:
   ``os.replace``. It may replace only a file that simlab wrote (see :func:`is_simlab_file`).
 
 Folders and files get the permissions the umask gives (``mkdtemp`` and ``mkstemp`` alone would give 0700/0600).
+A write that fails for a reason outside the input (a full disk, say) raises :class:`~simlab.errors.OutputError`,
+one line that the command line prints before exiting with status 1; whatever was at the path stays as it was.
+The rule for users: docs/outputs.md.
 """
 
 from __future__ import annotations
@@ -22,9 +25,9 @@ import tempfile
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Iterable, Iterator, Optional
+from typing import Callable, Iterable, Iterator, Optional
 
-from simlab.errors import InputError
+from simlab.errors import InputError, OutputError
 
 MANIFEST = "manifest.json"
 GENERATOR = "simlab"
@@ -140,31 +143,45 @@ def staged_dir(out_dir: str | Path, *, kind: str, command: Optional[str] = None,
     ``out_dir`` in one move (the old folder, if any, is removed only after the new one is in place). On any
     error the staging folder is removed and ``out_dir`` is left as it was.
 
-    Call :func:`check_out_dir` first: this does not check what it replaces."""
+    Call :func:`check_out_dir` first: this does not check what it replaces. An ``OSError`` while writing (a full
+    disk, say) becomes an :class:`~simlab.errors.OutputError` (one line; the command line exits 1)."""
     out_dir = Path(out_dir)
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
+    try:
+        out_dir.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
+    except OSError as exc:
+        raise OutputError.from_os_error(out_dir, exc) from exc
     try:
         os.chmod(staging, 0o777 & ~_umask())
         yield staging
         (staging / MANIFEST).write_text(json.dumps(manifest(kind, command=command, extra=manifest_extra),
                                                    indent=2) + "\n", encoding="utf-8")
         _swap_in(staging, out_dir)
+    except OSError as exc:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise OutputError.from_os_error(out_dir, exc) from exc
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
 
 
 def _swap_in(staging: Path, out_dir: Path) -> None:
-    if out_dir.exists():
-        retired = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.old-", dir=out_dir.parent))
-        try:
-            os.replace(out_dir, retired / "previous")
-            os.replace(staging, out_dir)
-        finally:
-            shutil.rmtree(retired, ignore_errors=True)
-    else:
+    """Put ``staging`` at ``out_dir``; an earlier folder there is deleted only once the new one is in place (if
+    the second move fails, the earlier folder is moved back)."""
+    if not out_dir.exists():
         os.replace(staging, out_dir)
+        return
+    retired = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.old-", dir=out_dir.parent))
+    previous = retired / "previous"
+    try:
+        os.replace(out_dir, previous)
+        try:
+            os.replace(staging, out_dir)
+        except BaseException:
+            os.replace(previous, out_dir)
+            raise
+    finally:
+        shutil.rmtree(retired, ignore_errors=True)
 
 
 def open_resumable_dir(out_dir: str | Path, *, kind: str, command: Optional[str] = None,
@@ -173,8 +190,11 @@ def open_resumable_dir(out_dir: str | Path, *, kind: str, command: Optional[str]
     Call :func:`check_out_dir` with ``resume=True`` first."""
     out_dir = Path(out_dir)
     if read_manifest(out_dir) is None:
-        out_dir.mkdir(parents=True, exist_ok=True)
-        os.chmod(out_dir, 0o777 & ~_umask())
+        try:
+            out_dir.mkdir(parents=True, exist_ok=True)
+            os.chmod(out_dir, 0o777 & ~_umask())
+        except OSError as exc:
+            raise OutputError.from_os_error(out_dir, exc) from exc
         write_file_atomic(out_dir / MANIFEST, json.dumps(manifest(kind, command=command, extra=manifest_extra),
                                                          indent=2) + "\n")
     return out_dir
@@ -204,9 +224,13 @@ def is_simlab_file(path: str | Path) -> bool:
     return b"generator: simlab" in head
 
 
-def check_out_file(path: str | Path, *, field: str = "--out", inputs: Iterable[str | Path] = ()) -> Path:
+def check_out_file(path: str | Path, *, field: str = "--out", inputs: Iterable[str | Path] = (),
+                   recognise: Optional[Callable[[Path], bool]] = None) -> Path:
     """Check, before any work, that ``path`` may be written: absent, or a file simlab wrote (not one of the
-    command's inputs). Returns it as given."""
+    command's inputs). Returns it as given.
+
+    ``recognise`` also accepts files a format leaves no room to mark (SGLang's SPS JSON): it returns True for a
+    file this command would have written byte for byte."""
     raw = Path(path)
     target = raw.expanduser().absolute()
     for item in inputs:
@@ -215,7 +239,8 @@ def check_out_file(path: str | Path, *, field: str = "--out", inputs: Iterable[s
                              value=str(raw), valid="another file name")
     if target.is_dir():
         raise InputError("is a folder", field=field, value=str(raw), valid="a file path")
-    if target.is_symlink() or (target.exists() and not is_simlab_file(target)):
+    if target.is_symlink() or (target.exists() and not (is_simlab_file(target)
+                                                         or (recognise is not None and recognise(target)))):
         raise InputError(f"is {_describe_existing(target)}; simlab replaces only files it wrote", field=field,
                          value=str(raw), valid="a path to a new file, or one simlab wrote")
     _check_writable_parent(target, raw, field)
@@ -224,10 +249,16 @@ def check_out_file(path: str | Path, *, field: str = "--out", inputs: Iterable[s
 
 def write_file_atomic(path: str | Path, data: str | bytes) -> Path:
     """Write ``data`` to ``path`` through a temporary file in the same folder and ``os.replace``: a reader sees
-    the old file or the whole new one. Creates missing parent folders."""
+    the old file or the whole new one. Creates missing parent folders. An ``OSError`` (a full disk, say) becomes
+    an :class:`~simlab.errors.OutputError` and leaves the file as it was.
+
+    Call :func:`check_out_file` first: this does not check what it replaces."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise OutputError.from_os_error(path, exc) from exc
     try:
         os.chmod(tmp, 0o666 & ~_umask())
         with os.fdopen(fd, "wb") as fh:
@@ -235,6 +266,9 @@ def write_file_atomic(path: str | Path, data: str | bytes) -> Path:
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise OutputError.from_os_error(path, exc) from exc
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise

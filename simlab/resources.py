@@ -2,7 +2,10 @@
 
 A bare name (no path separator, no extension) names something shipped with the project:
 ``hardware: h100-sxm_qwen3-8b`` is ``hw_profiles/h100-sxm_qwen3-8b.yaml`` and
-``path: azure-conv-2023`` is the trace registered under that name in ``traces/index.yaml``.
+``path: azure-conv-2023`` is the trace registered under that name in ``traces/index.yaml``. Every name that
+``simlab profiles list`` or ``simlab traces list`` prints is such a name, even one with a dot in it
+(``h100-sxm_llama-3.1-8b``): the lookups first ask whether the text is a shipped name, and only then read a
+dot as the start of a file extension.
 ``SIMLAB_HOME`` may point at another folder holding the same sub-folders.
 """
 

@@ -14,7 +14,8 @@ from simlab.outputs import staged_dir
 REQUEST_COLUMNS = ("arm", "id", "arrival_s", "prompt_tokens", "output_tokens", "domain", "first_token_s",
                    "finish_s", "steps", "replica")
 STEP_COLUMNS = ("arm", "t_s", "num_requests", "batch_tokens", "verify_tokens", "accepted_tokens", "step_s",
-                "decode_requests", "emitted_tokens", "prefill_tokens", "replica", "kv_tokens")
+                "decode_requests", "emitted_tokens", "prefill_tokens", "replica", "kv_tokens", "drafted_tokens",
+                "draft_len")
 
 
 def _json_default(value: Any) -> Any:

@@ -18,6 +18,7 @@ from simlab.engine import simulate_arm
 from simlab.errors import InputError
 from simlab.hardware.gpus import gpus_per_replica
 from simlab.metrics import summarise
+from simlab.overload import overload_warnings
 from simlab.results import requests_frame, steps_frame
 from simlab.scenario import LoadedScenario
 
@@ -83,6 +84,7 @@ def build(loaded: LoadedScenario) -> Built:
     for arm in sc.arms:
         built.arms.append(
             prepare_arm(arm, spec, cost, domain_names=requests.domain_names, weights=weights,
+                        output_tokens=requests.output_tokens,
                         max_batch_tokens=engine.max_batch_tokens, seed=sc.seed)
         )
     return built
@@ -113,6 +115,10 @@ def _simulate_one(built: Built, index: int, progress: Optional[Callable[[int], N
     metrics["lossless"] = scheduler.lossless if scheduler is not None else True
     if prepared.confidence is not None:
         metrics["confidence"] = prepared.confidence
+    log = result.log
+    metrics["warnings"] = overload_warnings(log.arrival_s, log.first_token_s, log.finish_s, log.replica,
+                                            max_num_seqs=sc.engine.max_num_seqs,
+                                            open_loop=built.workload.closed_loop is None)
     name = prepared.arm.label
     ids = np.arange(len(requests))
     return ArmOutcome(name, metrics, requests_frame(name, ids, requests, result.log), steps_frame(name, result.steps))

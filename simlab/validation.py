@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import types
 import typing
 from pathlib import Path
@@ -28,6 +29,8 @@ def to_input_error(
     problems = [_describe(err, model, data) for err in exc.errors()]
     deep = [p for p in problems if p["type"] not in _UNION_TYPE_ERRORS]
     chosen = deep or problems
+    # an unknown field is usually the cause of the rest (a typo leaves the real field missing): name it first
+    chosen = sorted(chosen, key=lambda p: p["type"] != "extra_forbidden")
     first = chosen[0]
     same_place = [p for p in problems if p["path"] == first["path"]]
     if len(same_place) > 1 and all(p["type"] in _TYPE_NAMES or p["type"] == "literal_error" for p in same_place):
@@ -104,6 +107,9 @@ def _describe(err: dict, model: type[BaseModel], data: Any) -> dict:
     elif etype == "extra_forbidden":
         problem = "unknown field"
         fields = _fields_at(model, data, real_loc[:-1])
+        near = difflib.get_close_matches(str(real_loc[-1]), fields, n=1) if real_loc and fields else []
+        if near:
+            problem += f" (did you mean {near[0]}?)"
         valid = ("fields here are " + ", ".join(fields)) if fields else None
     elif etype == "union_tag_invalid":
         problem = "not a known kind"

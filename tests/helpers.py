@@ -60,3 +60,40 @@ def run_cli(*args: str) -> tuple[int, str, str]:
     finally:
         sys.argv = argv
     return code, out.getvalue(), err.getvalue()
+
+
+def tree_digest(root: Path) -> dict[str, str]:
+    """Every file and folder below ``root`` (hidden ones too) with its content hash and mode: equal digests
+    mean nothing was added, removed or changed."""
+    import hashlib
+    import os
+
+    digest = {}
+    for folder, dirs, files in os.walk(root):
+        for name in dirs + files:
+            path = Path(folder) / name
+            rel = str(path.relative_to(root))
+            if path.is_symlink():
+                digest[rel] = "link:" + os.readlink(path)
+            elif path.is_dir():
+                digest[rel] = f"dir:{path.stat().st_mode:o}"
+            else:
+                digest[rel] = hashlib.sha256(path.read_bytes()).hexdigest() + f":{path.stat().st_mode:o}"
+    return digest
+
+
+def user_project(root: Path, scenario: dict | None = None) -> dict[str, Path]:
+    """A folder of a user's work, as a newcomer has it: a scenario (optional), notes, a sub-folder with data,
+    a user's PNG, JSON and YAML. Returns the paths by role."""
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "notes.txt").write_text("my notes\n")
+    (root / "sub").mkdir(exist_ok=True)
+    (root / "sub" / "data.txt").write_text("1,2,3\n")
+    (root / "figure.png").write_bytes(b"\x89PNG\r\n\x1a\n" + b"\x00" * 64)
+    (root / "mine.json").write_text('{"owner": "me"}\n')
+    (root / "mine.yaml").write_text("owner: me\n")
+    paths = {"folder": root, "notes": root / "notes.txt", "sub": root / "sub", "png": root / "figure.png",
+             "json": root / "mine.json", "yaml": root / "mine.yaml"}
+    if scenario is not None:
+        paths["scenario"] = write_scenario(root, scenario, name="tiny.yaml")
+    return paths

@@ -63,6 +63,8 @@ def test_cli_writes_json_and_prints_table(tmp_path, capsys):
     out = tmp_path / "result.json"
     assert main([str(SCENARIO), "--out", str(out)]) == 0
     document = json.loads(out.read_text())
+    assert document["generator"] == "simlab audit"
+    document = document["schedulers"]
     assert list(document) == [
         "fixed", "threshold(threshold=0.5)", "hardware_aware", "async_topk(lag_steps=1)", "retrospective"
     ]
@@ -80,7 +82,7 @@ def test_multi_character_symbols_are_joined_with_spaces(tmp_path):
     text = SCENARIO.read_text().replace("A", "yes_tok").replace("B", "no_tok").replace("num_output_tokens: 1", "num_output_tokens: 2")
     out = tmp_path / "o.json"
     assert main([str(write(tmp_path, text)), "--out", str(out)]) == 0
-    assert "yes_tok no_tok" in json.loads(out.read_text())["fixed"]["distribution"]
+    assert "yes_tok no_tok" in json.loads(out.read_text())["schedulers"]["fixed"]["distribution"]
 
 
 def test_mounted_command_lets_input_errors_propagate(tmp_path):
@@ -136,10 +138,17 @@ def test_missing_file_exits_2(tmp_path, capsys):
     assert "no such audit file" in capsys.readouterr().err
 
 
-def test_out_in_missing_folder_exits_2(tmp_path, capsys):
-    assert main([str(SCENARIO), "--out", str(tmp_path / "no" / "where.json")]) == 2
+def test_out_in_missing_folder_is_created(tmp_path):
+    assert main([str(SCENARIO), "--out", str(tmp_path / "no" / "where.json")]) == 0
+    assert json.loads((tmp_path / "no" / "where.json").read_text())["generator"] == "simlab audit"
+
+
+def test_out_below_a_file_exits_2(tmp_path, capsys):
+    (tmp_path / "notes").write_text("mine\n")
+    assert main([str(SCENARIO), "--out", str(tmp_path / "notes" / "where.json")]) == 2
     captured = capsys.readouterr()
     assert "--out" in captured.err and captured.out == ""  # refused before enumerating
+    assert (tmp_path / "notes").read_text() == "mine\n"
 
 
 def test_module_entry_point_exit_status(tmp_path):

@@ -18,7 +18,6 @@ from simlab.hardware.export import (
     table_dict,
     write_sps,
     write_table,
-    write_text_atomic,
 )
 from simlab.hardware.roofline import build_roofline
 from simlab.hardware.table import TableCostModel
@@ -110,12 +109,3 @@ def test_sglang_sps_table_is_steps_per_second_at_the_stated_context(roofline, tm
     assert json.loads(path.read_text()) == data
 
 
-def test_atomic_write_leaves_no_temporary_file_and_keeps_old_content_on_failure(tmp_path):
-    target = tmp_path / "sub" / "out.yaml"
-    write_text_atomic(target, "first\n")
-    assert target.read_text() == "first\n"
-
-    with pytest.raises(TypeError):
-        write_text_atomic(target, 12345)  # type: ignore[arg-type]  # fails while writing
-    assert target.read_text() == "first\n"
-    assert [p.name for p in target.parent.iterdir()] == ["out.yaml"]

@@ -139,8 +139,8 @@ def test_reading_is_fast():
 
 def test_unsorted_trace_is_sorted_stably(tmp_path):
     (tmp_path / "t.csv").write_text("t,p,o\n5,1,1\n1,2,2\n5,3,3\n3,4,4\n1,5,5\n")
-    workload = build({"kind": "trace", "path": "t.csv", "columns": {"arrival": "t", "prompt_tokens": "p",
-                                                                    "output_tokens": "o"}}, base_dir=tmp_path)
+    workload = build({"kind": "trace", "path": "t.csv", "sort": True,
+                      "columns": {"arrival": "t", "prompt_tokens": "p", "output_tokens": "o"}}, base_dir=tmp_path)
     assert workload.requests.arrival_s.tolist() == [0.0, 0.0, 2.0, 4.0, 4.0]
     assert workload.requests.prompt_tokens.tolist() == [2, 5, 4, 1, 3]  # ties keep file order
     assert workload.source["sorted_on_read"] is True
@@ -179,7 +179,7 @@ def test_generic_csv_with_domain_column():
 def test_generic_jsonl_with_domain_column_via_domain_column_field(tmp_path):
     lines = ['{"at": 2.0, "in": 3, "out": 4, "kind": "b"}', "", '{"at": 1.0, "in": 5, "out": 6, "kind": "a"}']
     (tmp_path / "t.jsonl").write_text("\n".join(lines) + "\n")
-    spec = {"kind": "trace", "path": "t.jsonl", "domain_column": "kind",
+    spec = {"kind": "trace", "path": "t.jsonl", "domain_column": "kind", "sort": True,
             "columns": {"arrival": "at", "prompt_tokens": "in", "output_tokens": "out"}}
     requests = build(spec, base_dir=tmp_path).requests
     assert requests.arrival_s.tolist() == [0.0, 1.0]

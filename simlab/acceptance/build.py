@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Optional, Sequence, TypeVar, Union
 
@@ -13,11 +14,13 @@ from simlab.acceptance.presets import load_preset, shipped_presets
 from simlab.acceptance.spec import ANY_DOMAIN, AcceptanceSpec
 from simlab.config.acceptance import (
     AcceptanceConfig,
+    AcceptanceSetting,
     ConfidenceConfig,
     HeterogeneityConfig,
     IIDAcceptance,
     PositionalAcceptance,
     PresetAcceptance,
+    TraceAcceptance,
 )
 from simlab.errors import InputError
 
@@ -26,10 +29,18 @@ IID_POSITIONS = 16
 _M = TypeVar("_M", bound=BaseModel)
 
 
-def build_acceptance(cfg: AcceptanceConfig, *, file: Union[str, Path, None]) -> AcceptanceSpec:
+def build_acceptance(cfg: AcceptanceSetting, *, file: Union[str, Path, None]) -> AcceptanceSpec:
     """Resolve the config: iid and positional curves become logits; a preset is loaded (by name or path,
     relative to ``file``'s folder). Heterogeneity and confidence fields given in the config override the
-    kind's defaults field by field (zero and a perfect head for iid/positional, the preset's own values)."""
+    kind's defaults field by field (zero and a perfect head for iid/positional, the preset's own values).
+
+    A string is a shipped preset's name or a path to an acceptance file (:mod:`simlab.acceptance.files`)."""
+    if isinstance(cfg, str):
+        from simlab.acceptance.files import resolve_acceptance
+
+        resolved, path = resolve_acceptance(cfg, file=file)
+        spec = build_acceptance(resolved, file=path if path is not None else file)
+        return spec if path is None else dataclasses.replace(spec, source={**spec.source, "file": str(path)})
     if isinstance(cfg, IIDAcceptance):
         curve = np.full(IID_POSITIONS, float(logit(cfg.alpha)))
         base = {m: {ANY_DOMAIN: curve.copy()} for m in DRAFT_METHODS}
@@ -39,12 +50,29 @@ def build_acceptance(cfg: AcceptanceConfig, *, file: Union[str, Path, None]) -> 
             method: {domain: logit(np.asarray(values, dtype=float)) for domain, values in domains.items()}
             for method, domains in cfg.methods.items()
         }
-        return _spec(base, HeterogeneityConfig(), ConfidenceConfig(), cfg, {"kind": "positional"})
+        source = {"kind": "positional"}
+        if cfg.provenance is not None:
+            source["provenance"] = cfg.provenance
+        return _spec(base, HeterogeneityConfig(), ConfidenceConfig(), cfg, source)
     if isinstance(cfg, PresetAcceptance):
         base_dir = Path(file).resolve().parent if file is not None else None
         preset = load_preset(cfg.name, base_dir=base_dir, file=file)
         source = {"kind": "preset", "name": preset.name, "path": str(preset.path), "provenance": preset.provenance}
         return _spec(preset.base_logit, preset.heterogeneity, preset.confidence, cfg, source)
+    if isinstance(cfg, TraceAcceptance):
+        from simlab.acceptance.replay import load_recorded
+
+        base_dir = Path(file).resolve().parent if file is not None else Path.cwd()
+        path = Path(cfg.path) if Path(cfg.path).is_absolute() else base_dir / cfg.path
+        if not path.is_file():
+            raise InputError("no such file", file=file, field="acceptance.path", value=cfg.path,
+                             valid="a specdecode-bench JSON-lines file, relative to the scenario file")
+        recorded = load_recorded(path, cfg.format, cfg.proposer, file=file, field="acceptance")
+        rates = recorded.conditional_rates()
+        base = {m: {ANY_DOMAIN: logit(rates)} for m in DRAFT_METHODS}
+        source = {"kind": "trace", **recorded.source, "pooled_conditional_rates": rates.round(6).tolist()}
+        spec = _spec(base, HeterogeneityConfig(), ConfidenceConfig(), cfg, source)
+        return dataclasses.replace(spec, recorded=recorded)
     raise TypeError(f"not an acceptance config: {cfg!r}")
 
 

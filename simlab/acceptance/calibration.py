@@ -35,19 +35,26 @@ def apply_sts(conf: np.ndarray, temperatures: np.ndarray) -> np.ndarray:
 
 
 def fit_sts(
-    conf_raw: np.ndarray, accepted: np.ndarray, *, num_bins: int = NUM_BINS
+    conf_raw: np.ndarray, accepted: np.ndarray, *, num_bins: int = NUM_BINS, usable: np.ndarray | None = None
 ) -> np.ndarray:
-    """Temperatures [gamma] from raw confidences and chained outcomes, both [N, gamma]."""
+    """Temperatures [gamma] from raw confidences and chained outcomes, both [N, gamma].
+
+    ``usable`` [N, gamma] (default: all) says which rows count at each position: a logged round whose verify
+    length stopped before position j, or that has no confidence at or before j, tells nothing about S_j. It must
+    be a prefix along each row. A position no row can be used at keeps T = 1."""
     conf_raw = np.asarray(conf_raw, dtype=float)
     accepted = np.asarray(accepted, dtype=bool)
     if conf_raw.ndim != 2 or conf_raw.shape != accepted.shape or conf_raw.shape[0] == 0:
         raise ValueError(f"need matching non-empty [N, gamma] arrays, got {conf_raw.shape} and {accepted.shape}")
+    usable = np.ones(conf_raw.shape, dtype=bool) if usable is None else np.asarray(usable, dtype=bool)
     survival = np.logical_and.accumulate(accepted, axis=1)
-    logits = logit(conf_raw)
+    logits = logit(np.where(usable, conf_raw, 0.5))
     prefix = np.ones(conf_raw.shape[0])
-    temperatures = np.empty(conf_raw.shape[1])
+    temperatures = np.ones(conf_raw.shape[1])
     for j in range(conf_raw.shape[1]):
-        temperatures[j] = _best_temperature(logits[:, j], prefix, survival[:, j], num_bins)
+        rows = usable[:, j]
+        if rows.any():
+            temperatures[j] = _best_temperature(logits[rows, j], prefix[rows], survival[rows, j], num_bins)
         prefix = prefix * expit(logits[:, j] / temperatures[j])
     return temperatures
 

@@ -26,6 +26,7 @@ class AcceptanceSpec:
     confidence: ConfidenceConfig = ConfidenceConfig()
     calibration_samples: int = 20000
     source: dict[str, Any] = field(default_factory=dict)
+    recorded: Any = None  # simlab.acceptance.replay.RecordedAcceptance: outcomes replayed from recordings
 
     def curve(self, method: str, domain: str, gamma: int) -> np.ndarray:
         """L_1..L_gamma for one method and domain (KeyError/ValueError when not covered)."""

@@ -17,7 +17,7 @@ from simlab.audit.enumeration import (
     total_variation,
 )
 from simlab.audit.problem import AuditProblem, build_problem, load_audit
-from simlab.audit.report import audit_json, audit_table, write_json_atomic
+from simlab.audit.report import audit_json, audit_json_text, audit_table
 
 __all__ = [
     "AuditProblem",
@@ -25,6 +25,7 @@ __all__ = [
     "SchedulerVerdict",
     "audit_command",
     "audit_json",
+    "audit_json_text",
     "audit_table",
     "build_problem",
     "load_audit",
@@ -33,5 +34,4 @@ __all__ = [
     "scheduler_distribution",
     "target_distribution",
     "total_variation",
-    "write_json_atomic",
 ]

@@ -15,8 +15,9 @@ import typer
 
 from simlab.audit.enumeration import AuditResult, run_audit
 from simlab.audit.problem import load_audit
-from simlab.audit.report import audit_json, check_out_folder, print_report, write_json_atomic
-from simlab.errors import InputError
+from simlab.audit.report import audit_json_text, print_report
+from simlab.errors import InputError, OutputError
+from simlab.outputs import check_out_file, write_file_atomic
 
 
 def audit_command(
@@ -26,11 +27,11 @@ def audit_command(
     """Enumerate speculative decoding exactly under each scheduler of AUDIT_FILE and report the total-variation
     distance of the first N output tokens from the target chain (0 exactly means lossless)."""
     if out is not None:
-        check_out_folder(out)
+        check_out_file(out, inputs=[audit_file])
     result = run_audit(load_audit(audit_file))
     print_report(result)
     if out is not None:
-        write_json_atomic(out, audit_json(result))
+        write_file_atomic(out, audit_json_text(result))
     return result
 
 
@@ -47,6 +48,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except InputError as err:
         print(f"error: {err}", file=sys.stderr)  # one unwrapped line
         return 2
+    except OutputError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
     except SystemExit as done:  # standalone mode ends with sys.exit (2 for usage errors)
         return done.code if isinstance(done.code, int) else (0 if done.code is None else 1)
     return 0

@@ -34,12 +34,16 @@ def verify_seconds(sps: dict[int, float]) -> Callable[[np.ndarray], np.ndarray]:
 class VerifyLengthChooser:
     """Calls a registry scheduler on one request's confidences and returns its verify length l in 0..gamma.
 
-    ``lag`` is how many rounds back the lagged confidences come from (0: the scheduler reads none). Results
-    are memoised on (current, lagged) confidences: a scheduler is a pure function of its inputs.
+    ``lag`` is how many rounds back the lagged confidences come from (0: the scheduler reads none). A scheduler
+    that plans its draft (``adaptive``) plans it first from the lagged confidences and ``draft_s`` (seconds to
+    draft d = 0..gamma positions). Results are memoised on (current, lagged) confidences: a scheduler is a pure
+    function of its inputs.
     """
 
-    def __init__(self, scheduler: Scheduler, gamma: int, sps: dict[int, float]) -> None:
+    def __init__(self, scheduler: Scheduler, gamma: int, sps: dict[int, float], draft_s: tuple[float, ...] = ()
+                 ) -> None:
         self.scheduler = scheduler
+        self._draft_s = np.array(draft_s if draft_s else (0.0,) * (gamma + 1), dtype=float)
         self.gamma = gamma
         self.lag = scheduler.lag_steps
         self._cost = verify_seconds(sps)
@@ -60,6 +64,11 @@ class VerifyLengthChooser:
             lagged_conf=None if lagged is None else np.array([[lagged]], dtype=float),
             lagged_max_len=None if lagged is None else self._max_len,
         )
+        if self.scheduler.plans_draft:  # the draft plan first: how much to draft, from the lagged confidences
+            inputs.draft_cost = lambda lengths, drafting: np.where(drafting > 0, self._draft_s[lengths], 0.0)
+            draft_len, drafts, inputs.min_budget = self.scheduler.plan_draft(inputs)
+            inputs.max_len = np.where(drafts, np.minimum(self._max_len, draft_len[:, None]), 0)
+            inputs.draft_s = inputs.draft_cost(draft_len, np.add.reduce(drafts, axis=1))
         length = int(np.asarray(self.scheduler(inputs)).reshape(-1)[0])
         if not 0 <= length <= self.gamma:
             raise RuntimeError(f"scheduler {self.scheduler.kind!r} chose verify length {length} outside 0..{self.gamma}")

@@ -62,7 +62,7 @@ def target_distribution(chain: ExactChain, length: int) -> Distribution:
 def scheduler_distribution(problem: AuditProblem, audited: AuditedScheduler) -> Distribution:
     """The exact joint distribution of the first N tokens emitted under ``audited``'s verify lengths."""
     rounds = RoundEnumerator(problem.target, problem.draft, problem.gamma)
-    choose = VerifyLengthChooser(audited.scheduler, problem.gamma, problem.sps)
+    choose = VerifyLengthChooser(audited.scheduler, problem.gamma, problem.sps, problem.draft_s)
     lag, n = choose.lag, problem.num_output_tokens
     finished: Distribution = defaultdict(Fraction)
     frontier: dict[tuple[Sequence, tuple[Confidences, ...]], Fraction] = {((), ()): Fraction(1)}

@@ -72,6 +72,7 @@ class AuditProblem:
     prior_confidence: tuple[float, ...]
     sps: dict[int, float]
     schedulers: tuple[AuditedScheduler, ...]
+    draft_s: tuple[float, ...] = ()  # seconds to draft d = 0..gamma positions (empty: free)
 
     def spell(self, sequence: tuple[int, ...]) -> str:
         """A token sequence as text: symbols joined directly when all are one character, else with spaces."""
@@ -109,6 +110,16 @@ def build_problem(data: Any, *, file: str | Path) -> AuditProblem:
             file=file, field="sps", value=dict(audit.sps), valid="a mapping of batch tokens to steps/s that includes 1",
         )
     schedulers = _schedulers(audit, file)
+    draft_s: tuple[float, ...] = ()
+    if audit.draft_s is not None:
+        missing = [d for d in range(1, audit.gamma + 1) if d not in audit.draft_s]
+        extra = [d for d in audit.draft_s if d > audit.gamma]
+        if missing or extra:
+            raise InputError(
+                f"needs exactly the draft lengths 1..{audit.gamma}", file=file, field="draft_s",
+                value=dict(audit.draft_s), valid=f"a mapping of every d in 1..{audit.gamma} to seconds >= 0",
+            )
+        draft_s = (0.0,) + tuple(float(audit.draft_s[d]) for d in range(1, audit.gamma + 1))
     problem = AuditProblem(
         vocab=vocab,
         gamma=audit.gamma,
@@ -119,6 +130,7 @@ def build_problem(data: Any, *, file: str | Path) -> AuditProblem:
         prior_confidence=prior,
         sps=dict(audit.sps),
         schedulers=schedulers,
+        draft_s=draft_s,
     )
     estimate = branch_estimate(problem)
     if estimate > MAX_BRANCHES:

@@ -3,30 +3,28 @@
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from fractions import Fraction
-from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
+from simlab import __version__
 from simlab.audit.enumeration import AuditResult, Distribution
-from simlab.errors import InputError
 
 
 def audit_json(result: AuditResult) -> dict[str, Any]:
-    """``{label: {"distribution": {sequence: p}, "tv": d, "exact": {...}}}`` in the file's scheduler order.
+    """``{"generator": "simlab audit", "simlab_version": ..., "schedulers": {label: {"distribution":
+    {sequence: p}, "tv": d, "exact": {...}}}}``, schedulers in the file's order.
 
     ``distribution`` and ``tv`` are floats (a lossless scheduler's tv is exactly 0.0); ``exact`` repeats
     them as fraction strings such as ``"3/5"``. Sequences of probability 0 are left out.
     """
     problem = result.problem
-    document: dict[str, Any] = {}
+    schedulers: dict[str, Any] = {}
     for verdict in result.verdicts:
         ordered = _ordered(verdict.distribution)
-        document[verdict.label] = {
+        schedulers[verdict.label] = {
             "distribution": {problem.spell(seq): float(p) for seq, p in ordered},
             "tv": float(verdict.tv),
             "exact": {
@@ -34,36 +32,16 @@ def audit_json(result: AuditResult) -> dict[str, Any]:
                 "tv": str(verdict.tv),
             },
         }
-    return document
+    return {"generator": "simlab audit", "simlab_version": __version__, "schedulers": schedulers}
+
+
+def audit_json_text(result: AuditResult) -> str:
+    """The JSON document as text (indented, one trailing newline)."""
+    return json.dumps(audit_json(result), indent=2) + "\n"
 
 
 def _ordered(dist: Distribution) -> list[tuple[tuple[int, ...], Fraction]]:
     return sorted(((seq, p) for seq, p in dist.items() if p != 0), key=lambda item: item[0])
-
-
-def check_out_folder(path: Path) -> None:
-    """Raise :class:`InputError` unless ``path`` lies in an existing folder (checked before enumerating)."""
-    if not Path(path).parent.is_dir():
-        raise InputError("folder does not exist", field="--out", value=str(path), valid="a path in an existing folder")
-
-
-def write_json_atomic(path: Path, document: dict[str, Any]) -> None:
-    """Write ``document`` to ``path`` through a temporary file in the same folder and ``os.replace``, so a
-    reader sees either the old file or the whole new one."""
-    path = Path(path)
-    check_out_folder(path)
-    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(document, fh, indent=2)
-            fh.write("\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(temp, path)
-    except BaseException:
-        if os.path.exists(temp):
-            os.unlink(temp)
-        raise
 
 
 def audit_table(result: AuditResult) -> Table:

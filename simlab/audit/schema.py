@@ -84,6 +84,8 @@ class AuditFile(StrictModel):
     position or a list of ``gamma`` values (default: ``confidence.start`` at every position).
     ``sps`` maps batch tokens B to target steps per second; a B that is not in the table is unavailable
     (its verify cost is infinite, so cost-aware schedulers never choose it). B = 1 must be present.
+    ``draft_s`` maps a draft length d = 1..gamma to the drafter's seconds for one request drafting d positions,
+    in the same unit as 1 / SPS (default: drafting is free); schedulers that plan their draft read it.
     """
 
     vocab: list[Symbol] = Field(min_length=1, max_length=MAX_VOCAB)
@@ -93,6 +95,7 @@ class AuditFile(StrictModel):
     confidence: ConfidenceTable
     prior_confidence: Optional[Union[UnitFloat, list[UnitFloat]]] = None
     sps: dict[PositiveInt, Annotated[float, Field(gt=0.0, allow_inf_nan=False)]] = Field(min_length=1)
+    draft_s: Optional[dict[PositiveInt, Annotated[float, Field(ge=0.0, allow_inf_nan=False)]]] = None
     num_output_tokens: int = Field(ge=1, le=MAX_OUTPUT_TOKENS)
     schedulers: list[AuditScheduler] = Field(min_length=1)
 

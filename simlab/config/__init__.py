@@ -2,6 +2,7 @@
 
 from simlab.config.acceptance import (
     AcceptanceConfig,
+    AcceptanceSetting,
     ConfidenceConfig,
     HeterogeneityConfig,
     IIDAcceptance,
@@ -15,6 +16,7 @@ from simlab.config.workload import WorkloadConfig
 
 __all__ = [
     "AcceptanceConfig",
+    "AcceptanceSetting",
     "Arm",
     "ConfidenceConfig",
     "EngineConfig",

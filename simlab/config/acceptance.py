@@ -11,9 +11,9 @@ c_hat = sigmoid(logit c + bias_logit + noise_logit_sd * N(0, 1)).
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, Optional, Union
+from typing import Annotated, Any, Literal, Optional, Union
 
-from pydantic import Field, NonNegativeFloat, PositiveInt
+from pydantic import Field, NonNegativeFloat, PositiveInt, model_validator
 
 from simlab.config.base import StrictModel
 
@@ -54,13 +54,17 @@ class IIDAcceptance(_AcceptanceCommon):
 
 
 class PositionalAcceptance(_AcceptanceCommon):
-    """Conditional acceptance c_k per position, per method and domain: ``methods: {dspark: {chat: [...]}}``."""
+    """Conditional acceptance c_k per position, per method and domain: ``methods: {dspark: {chat: [...]}}``.
+
+    ``provenance`` documents where the numbers came from (``simlab acceptance fit`` writes the measured rates,
+    their confidence intervals and the fit there); the simulator does not read it."""
 
     kind: Literal["positional"]
     methods: dict[
         Literal["mtp", "eagle3", "dflash", "dspark"],
         dict[str, Annotated[list[Probability], Field(min_length=1, max_length=16)]],
     ] = Field(min_length=1)
+    provenance: Optional[dict[str, Any]] = None
 
 
 class PresetAcceptance(_AcceptanceCommon):
@@ -71,6 +75,30 @@ class PresetAcceptance(_AcceptanceCommon):
     name: str
 
 
+class TraceAcceptance(_AcceptanceCommon):
+    """Replay recorded acceptance: each simulated request replays one recorded request's acceptance lengths
+    (``path`` relative to the scenario file; ``format: specdecode-bench``; ``proposer`` picks one of the file's
+    ``acc_<proposer>`` entries, needed when it has several). ``heterogeneity`` does not apply (the outcomes are
+    recorded); ``confidence`` is the error of the head the schedulers see (docs/acceptance.md)."""
+
+    kind: Literal["trace"]
+    path: str = Field(min_length=1)
+    format: Literal["specdecode-bench"] = "specdecode-bench"
+    proposer: Optional[str] = Field(default=None, min_length=1)
+
+    @model_validator(mode="after")
+    def _no_heterogeneity(self) -> "TraceAcceptance":
+        if self.heterogeneity is not None:
+            raise ValueError("heterogeneity does not apply to recorded acceptance (its outcomes are recorded); "
+                             "leave it out")
+        return self
+
+
 AcceptanceConfig = Annotated[
-    Union[IIDAcceptance, PositionalAcceptance, PresetAcceptance], Field(discriminator="kind")
+    Union[IIDAcceptance, PositionalAcceptance, PresetAcceptance, TraceAcceptance], Field(discriminator="kind")
 ]
+
+AcceptanceSetting = Union[AcceptanceConfig, str]
+"""What a scenario's ``acceptance:`` holds: a mapping, or a name or path. A path (relative to the scenario file)
+names a file holding one acceptance mapping, such as ``simlab acceptance fit`` writes, or a preset file; a bare
+name (no path separator, no extension) is a shipped preset."""

@@ -6,7 +6,7 @@ from typing import Literal, Optional, Union
 
 from pydantic import Field, PositiveFloat, PositiveInt, field_validator, model_validator
 
-from simlab.config.acceptance import AcceptanceConfig
+from simlab.config.acceptance import AcceptanceSetting
 from simlab.config.arms import Arm
 from simlab.config.base import StrictModel
 from simlab.config.hardware import HardwareConfig
@@ -54,7 +54,7 @@ class Scenario(StrictModel):
     workload: WorkloadConfig
     hardware: HardwareConfig
     engine: EngineConfig = EngineConfig()
-    acceptance: AcceptanceConfig
+    acceptance: AcceptanceSetting
     slo: Optional[SLO] = None
     arms: list[Arm] = Field(min_length=1, max_length=64)
 

@@ -132,13 +132,17 @@ Domains = Annotated[dict[str, PositiveFloat], AfterValidator(_check_domains)]
 
 
 class TraceColumns(StrictModel):
-    """Column names of a generic CSV or JSONL trace, and the unit of the arrival column."""
+    """Column names of a generic CSV or JSONL trace, and the unit of the arrival column. For prefix caching,
+    ``prefix_group`` names a column whose equal labels share a prompt prefix of ``prefix_tokens`` tokens (a
+    column; without one, the group's shortest prompt)."""
 
     arrival: str = Field(min_length=1)
     prompt_tokens: str = Field(min_length=1)
     output_tokens: str = Field(min_length=1)
     domain: Optional[str] = Field(default=None, min_length=1)
     arrival_unit: Literal["s", "ms", "us", "ns", "datetime"] = "s"
+    prefix_group: Optional[str] = Field(default=None, min_length=1)
+    prefix_tokens: Optional[str] = Field(default=None, min_length=1)
 
 
 def _columns_fit_format(fmt: Optional[str], columns: Optional[TraceColumns]) -> None:
@@ -151,7 +155,8 @@ class TraceWorkload(StrictModel):
 
     ``time_scale`` multiplies every inter-arrival gap (0.5 = twice the load); ``max_duration_s`` keeps arrivals
     before that time (after scaling); ``max_requests`` keeps the first N. Domains come from a column of the
-    trace (``domain_column`` or ``columns.domain``) or are drawn per request from the ``domains`` mix.
+    trace (``domain_column`` or ``columns.domain``) or are drawn per request from the ``domains`` mix. A trace
+    out of time order is an error unless ``sort`` is true (then it is sorted stably as it is read).
     """
 
     kind: Literal["trace"]
@@ -163,6 +168,7 @@ class TraceWorkload(StrictModel):
     max_duration_s: Optional[PositiveFloat] = None
     domains: Optional[Domains] = None
     domain_column: Optional[str] = Field(default=None, min_length=1)
+    sort: bool = False
 
     @model_validator(mode="after")
     def _consistent(self) -> "TraceWorkload":

@@ -59,10 +59,11 @@ class Roster:
 class Block:
     """K planned steps of a roster; steps 0..num_exact-1 are exact."""
 
-    __slots__ = ("lengths", "accepted", "emitted", "active", "context", "num_exact", "anchors", "batch_tokens")
+    __slots__ = ("lengths", "accepted", "emitted", "active", "context", "num_exact", "anchors", "batch_tokens",
+                 "draft_len", "num_drafting")
 
     def __init__(self, lengths: np.ndarray, accepted: np.ndarray, emitted: np.ndarray, active: np.ndarray,
-                 context: np.ndarray, num_exact: int) -> None:
+                 context: np.ndarray, num_exact: int, gamma: int, plan=None) -> None:
         self.lengths = lengths  # [K, N] verify lengths
         self.accepted = accepted  # [K, N]
         self.emitted = emitted  # [K, N] tokens emitted (0 where inactive)
@@ -71,6 +72,15 @@ class Block:
         self.num_exact = num_exact
         self.anchors = np.add.reduce(active, axis=1)  # [K] requests decoding at each step
         self.batch_tokens = self.anchors + np.add.reduce(lengths, axis=1)  # [K] decode/verify tokens of each step
+        if plan is None:  # every decoding request drafts gamma positions
+            self.draft_len = np.full(len(self.anchors), gamma)  # [K] positions drafted per drafting request
+            self.num_drafting = self.anchors  # [K] requests drafting
+        else:
+            self.draft_len, self.num_drafting = plan
+
+    def drafted_tokens(self, count: int) -> np.ndarray:
+        """[count] draft positions proposed at each step (draft length x requests drafting)."""
+        return self.draft_len[:count] * self.num_drafting[:count]
 
     def finish_step(self, roster: Roster) -> np.ndarray:
         """[N] the step at whose end each request emits its last token (K if not in the block)."""
@@ -91,7 +101,7 @@ def plan_block(policy: ArmPolicy, roster: Roster, num_steps: int, store=None) ->
         emitted = inputs.plain_emissions()
         active, _, context = inputs(emitted)
         zeros = np.zeros_like(emitted)
-        return Block(zeros, zeros, emitted, active, context, num_steps)
+        return Block(zeros, zeros, emitted, active, context, num_steps, 0)
     # a request decodes at most `remaining` more steps: later rows of the block are never read (it is inactive
     # there), so they repeat its last possible step instead of asking the store for draws nobody needs
     own_step = np.minimum(np.maximum(decode_step, roster.steps[None, :]),
@@ -103,15 +113,17 @@ def plan_block(policy: ArmPolicy, roster: Roster, num_steps: int, store=None) ->
     lagged = None
     if policy.lag_steps:  # each request's confidences `lag` decode steps earlier (the prior before it has any)
         lagged = np.where(draws["lagged_known"][..., None], draws["lagged_conf"], policy.prior_conf)
+    outcomes = _Outcomes(policy, roster, joined, draws)
     # first guess: every drafted position verified (what load-aware schedulers do at low load); a single step's
     # inputs do not depend on emissions
     guess = 0 * decode_step
     if num_steps > 1:
-        guess = np.where(joined, np.minimum(draws["true_accepted"], policy.gamma) + 1, 0)
+        guess = outcomes.first_guess()
     active, max_len, context = inputs(guess)
+    true_accepted = outcomes.given(guess)
     for _ in range(MAX_PASSES if num_steps > 1 else 1):
-        lengths = _schedule(policy, draws, active, max_len, context, lagged)
-        accepted = np.minimum(draws["true_accepted"], lengths)
+        lengths, plan = _schedule(policy, true_accepted, draws, active, max_len, context, lagged)
+        accepted = np.minimum(true_accepted, lengths)
         emitted = np.where(active, accepted + 1, 0)
         if num_steps == 1:
             num_exact, actual_context = 1, context
@@ -121,6 +133,8 @@ def plan_block(policy: ArmPolicy, roster: Roster, num_steps: int, store=None) ->
                    | np.logical_or.reduce(actual_active != active, axis=1))
         if policy.reads_context:
             differs |= actual_context != context
+        if outcomes.replayed:  # recorded outcomes depend on where each request is in its output
+            differs |= np.logical_or.reduce(_before(emitted) != _before(guess), axis=1)
         undrawn = np.logical_or.reduce(actual_active & lacking, axis=1)
         num_exact = int(differs.argmax()) if np.logical_or.reduce(differs) else num_steps
         if np.logical_or.reduce(undrawn[:num_exact]):
@@ -130,8 +144,10 @@ def plan_block(policy: ArmPolicy, roster: Roster, num_steps: int, store=None) ->
             break
         # the next pass guesses these emissions: its inputs are the ones they imply
         active, max_len, context = actual_active, actual_max_len, actual_context
+        guess = emitted
+        true_accepted = outcomes.given(guess)
     # costs read the context the emissions imply (the guess's may differ where decisions ignore context)
-    return Block(lengths, accepted, emitted, active, actual_context, num_exact)
+    return Block(lengths, accepted, emitted, active, actual_context, num_exact, policy.gamma, plan)
 
 
 class _Inputs:
@@ -158,7 +174,51 @@ class _Inputs:
         return (joined & (self.roster.remaining[None, :] - before > 0)).astype(np.int64)
 
 
-def _schedule(policy: ArmPolicy, draws, active, max_len, context, lagged) -> np.ndarray:
+def _before(emitted: np.ndarray) -> np.ndarray:
+    """[K, N] tokens each request emitted in the block's steps before step k."""
+    return np.add.accumulate(emitted, axis=0) - emitted
+
+
+class _Outcomes:
+    """How many drafted positions the target accepts at each step (if all were verified): the draws', or with
+    recorded acceptance (``acceptance: {kind: trace}``) the recording's at each request's output position,
+    which depends on what earlier steps emitted."""
+
+    def __init__(self, policy: ArmPolicy, roster: Roster, joined: np.ndarray, draws: dict) -> None:
+        self.replay = policy.replay
+        self.replayed = self.replay is not None
+        self.gamma = policy.gamma
+        self.roster, self.joined, self.draws = roster, joined, draws
+        if self.replayed:
+            self.position0 = self.replay.output_tokens[roster.request_id] - roster.remaining  # tokens emitted so far
+
+    def given(self, guess: np.ndarray) -> np.ndarray:
+        """[K, N] accepted-if-all-verified at each step, when the block's steps emit ``guess``."""
+        if not self.replayed:
+            return self.draws["true_accepted"]
+        position = self.position0[None, :] + _before(guess)
+        return self.replay.true_accepted(self.roster.request_id[None, :], position, self.gamma)
+
+    def first_guess(self) -> np.ndarray:
+        """Every drafted position verified, step by step (a recording's outcome depends on the position)."""
+        joined, gamma = self.joined, self.gamma
+        if not self.replayed:
+            return np.where(joined, np.minimum(self.draws["true_accepted"], gamma) + 1, 0)
+        roster = self.roster
+        guess = np.zeros(joined.shape, dtype=np.int64)
+        before = np.zeros(len(roster), dtype=np.int64)
+        for k in range(joined.shape[0]):
+            left = roster.remaining - before
+            active = joined[k] & (left > 0)
+            accepted = self.replay.true_accepted(roster.request_id, self.position0 + before, gamma)
+            guess[k] = np.where(active, np.minimum(accepted, np.minimum(left - 1, gamma)) + 1, 0)
+            before += guess[k]
+        return guess
+
+
+def _schedule(policy: ArmPolicy, true_accepted, draws, active, max_len, context, lagged):
+    """Verify lengths [K, N] of every step, and the draft plan (lengths [K], requests drafting [K]) of a
+    scheduler that plans its draft (None: every decoding request drafts gamma)."""
     num_rows = active.shape[1]
     anchors = np.add.reduce(active, axis=1)
     varying = bool(np.logical_or.reduce(anchors != num_rows))
@@ -166,18 +226,31 @@ def _schedule(policy: ArmPolicy, draws, active, max_len, context, lagged) -> np.
     ctx = context[:, None].astype(float)
     requests = batch[:, None] if varying else num_rows
     cost = policy.cost
+    scheduler = policy.scheduler
     inputs = ScheduleInputs(
         conf=draws["conf"],
         max_len=max_len,
         verify_s=lambda batch_tokens: cost.verify_s(batch_tokens, ctx, requests),
-        draft_s=policy.draft_s(batch, context.astype(float)) if policy.scheduler.entry.reads_draft_cost else 0.0,
+        draft_s=policy.draft_s(batch, context.astype(float)) if scheduler.entry.reads_draft_cost else 0.0,
         token_budget=np.maximum(policy.max_batch_tokens - anchors, 0),
         lagged_conf=lagged,
         lagged_max_len=max_len if lagged is not None else None,
-        true_accepted=draws["true_accepted"],
+        true_accepted=true_accepted,
         num_requests=batch if varying else None,
     )
-    return policy.scheduler(inputs)
+    if not scheduler.plans_draft:
+        return scheduler(inputs), None
+    total = context.astype(float)
+
+    def draft_cost(draft_len: np.ndarray, num_drafting: np.ndarray) -> np.ndarray:
+        return policy.planned_draft_s(draft_len, num_drafting, anchors, total)
+
+    inputs.draft_cost = draft_cost
+    draft_len, drafting, inputs.min_budget = scheduler.plan_draft(inputs)
+    inputs.max_len = np.where(drafting, np.minimum(max_len, draft_len[:, None]), 0)
+    num_drafting = np.add.reduce(drafting, axis=1)
+    inputs.draft_s = draft_cost(draft_len, num_drafting)
+    return scheduler(inputs), (draft_len, num_drafting)
 
 
 def commit_block(decode: DecodeSet, roster: Roster, block: Block, count: int) -> np.ndarray:

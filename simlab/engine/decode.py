@@ -22,28 +22,61 @@ class ArmPolicy:
     cost: object  # simlab.hardware CostModel
     max_batch_tokens: int
     prior_conf: np.ndarray  # [G] stands in for lagged confidences a request does not have yet
-    _draft_table: list = field(default_factory=lambda: [np.zeros(0)], repr=False, compare=False)  # [by count]
+    replay: Optional[object] = None  # simlab.acceptance.replay.BoundReplay: recorded outcomes instead of draws
+    _draft_table: list = field(default_factory=list, repr=False, compare=False)  # [draft length][request count]
 
     def draft_s(self, num_requests: np.ndarray, context_tokens: np.ndarray) -> np.ndarray:
-        """Drafter seconds of each step for ``num_requests`` [S] requests holding ``context_tokens`` [S] KV tokens
-        in total."""
+        """Drafter seconds of each step when all ``num_requests`` [S] requests draft γ positions, holding
+        ``context_tokens`` [S] KV tokens in total."""
         counts = np.asarray(num_requests, dtype=np.int64)
         if self.gamma == 0:
             return np.zeros(counts.shape)
         if self.cost.draft_reads_context:
-            contexts = np.asarray(context_tokens, dtype=float)
-            seconds = [self._draft(r, c) for r, c in zip(counts.tolist(), contexts.tolist())]
-            return np.array(seconds).reshape(counts.shape)
-        table = self._draft_table[0]  # the cost is a function of the request count: tabulated as counts come
-        if np.maximum.reduce(counts, axis=None, initial=0) >= len(table):
-            size = max(int(np.maximum.reduce(counts, axis=None)) + 1, 2 * len(table), 256)
-            table = self._draft_table[0] = np.array([self._draft(r, 0.0) for r in range(size)])
-        return table[counts]
+            return self._each(np.full(counts.shape, self.gamma), counts, context_tokens)
+        return self._table(self.gamma, counts)[counts]
 
-    def _draft(self, num_requests: int, context_tokens: float) -> float:
-        if num_requests == 0:
+    def draft_cost(self, draft_len: np.ndarray, num_drafting: np.ndarray, context_tokens: np.ndarray) -> np.ndarray:
+        """Drafter seconds of each step in which ``num_drafting`` [S] requests draft ``draft_len`` [S] positions
+        (a draft length of 0 costs nothing); ``context_tokens`` [S] is the KV those requests hold."""
+        counts = np.asarray(num_drafting, dtype=np.int64)
+        lengths = np.asarray(draft_len, dtype=np.int64)
+        if self.gamma == 0:
+            return np.zeros(counts.shape)
+        if self.cost.draft_reads_context:
+            return self._each(lengths, counts, context_tokens)
+        out = np.zeros(counts.shape)
+        for d in np.unique(lengths).tolist():
+            chosen = lengths == d
+            out[chosen] = self._table(d, counts)[counts[chosen]]
+        return out
+
+    def planned_draft_s(self, draft_len: np.ndarray, num_drafting: np.ndarray, num_decoding: np.ndarray,
+                        context_tokens: np.ndarray) -> np.ndarray:
+        """:meth:`draft_cost` when only ``num_drafting`` of the ``num_decoding`` [S] requests draft: a drafter
+        that reads its context reads their share of the batch's ``context_tokens``."""
+        total = np.asarray(context_tokens, dtype=float)
+        share = np.where(num_drafting == num_decoding, total, total * num_drafting / np.maximum(num_decoding, 1))
+        return self.draft_cost(draft_len, num_drafting, share)
+
+    def _each(self, lengths: np.ndarray, counts: np.ndarray, context_tokens: np.ndarray) -> np.ndarray:
+        contexts = np.asarray(context_tokens, dtype=float)
+        seconds = [self._draft(r, c, d) for r, c, d in zip(counts.tolist(), contexts.tolist(), lengths.tolist())]
+        return np.array(seconds).reshape(counts.shape)
+
+    def _table(self, draft_len: int, counts: np.ndarray) -> np.ndarray:
+        """Seconds by request count for one draft length (a model whose cost ignores context), grown as needed."""
+        tables = self._draft_table
+        while len(tables) <= draft_len:
+            tables.append(np.zeros(0))
+        if np.maximum.reduce(counts, axis=None, initial=0) >= len(tables[draft_len]):
+            size = max(int(np.maximum.reduce(counts, axis=None)) + 1, 2 * len(tables[draft_len]), 256)
+            tables[draft_len] = np.array([self._draft(r, 0.0, draft_len) for r in range(size)])
+        return tables[draft_len]
+
+    def _draft(self, num_requests: int, context_tokens: float, draft_len: int) -> float:
+        if num_requests == 0 or draft_len == 0:
             return 0.0
-        return float(self.cost.draft_s(self.method, self.gamma, num_requests, context_tokens))
+        return float(self.cost.draft_s(self.method, draft_len, num_requests, context_tokens))
 
     @property
     def lag_steps(self) -> int:

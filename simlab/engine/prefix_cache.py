@@ -11,7 +11,7 @@ from collections import OrderedDict
 
 import numpy as np
 
-PREFIX_BLOCK_TOKENS = 512
+from simlab.workload.prefix_ids import PREFIX_BLOCK_TOKENS
 
 
 class PrefixCache:

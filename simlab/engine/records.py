@@ -18,6 +18,8 @@ STEP_COLUMNS = (
     "emitted_tokens",
     "prefill_tokens",
     "kv_tokens",
+    "drafted_tokens",
+    "draft_len",
 )
 _FLOAT_COLUMNS = {"t_s", "step_s"}
 

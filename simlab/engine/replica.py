@@ -151,7 +151,10 @@ class Replica:
         context = block.context[:exact].astype(float)
         requests = np.maximum(anchors, 1)
         verify_s = np.where(anchors > 0, cost.verify_s(decode_tokens, context, requests), 0.0)
-        draft_s = policy.draft_s(anchors, context)
+        if policy.scheduler is not None and policy.scheduler.plans_draft:
+            draft_s = policy.planned_draft_s(block.draft_len[:exact], block.num_drafting[:exact], anchors, context)
+        else:
+            draft_s = policy.draft_s(anchors, context)
         step_s = draft_s + verify_s
         late = prefill is None  # prefill chunks handed out after planning the decode part
         if late:
@@ -261,7 +264,8 @@ class Replica:
             count, t_s=self.clock_s if count == 1 else np.concatenate([[self.clock_s], ends[:-1]]), step_s=step_s,
             replica=self.index, num_requests=anchors, decode_requests=anchors, batch_tokens=decode_tokens,
             verify_tokens=np.add.reduce(lengths, axis=1), accepted_tokens=np.add.reduce(accepted, axis=1),
-            emitted_tokens=np.add.reduce(block.emitted[:count], axis=1),
+            emitted_tokens=np.add.reduce(block.emitted[:count], axis=1), drafted_tokens=block.drafted_tokens(count),
+            draft_len=np.where(block.num_drafting[:count] > 0, block.draft_len[:count], 0),
             kv_tokens=self.kv.kv_tokens() if kv_tokens is None else kv_tokens,
         )
         if prefill.num_requests:  # the prefill part of the block's first step

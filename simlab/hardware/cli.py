@@ -18,8 +18,9 @@ from simlab.config.hardware import HardwareConfig, RooflineHardware
 from simlab.errors import InputError
 from simlab.hardware.base import CostModel
 from simlab.hardware.catalog import SHIPPED_GPUS
-from simlab.hardware.export import ExportSettings, sps_dict, table_dict, write_sps, write_table
-from simlab.hardware.profiles import build_cost_model, check_is_table, load_profile, shipped_profiles
+from simlab.hardware.export import ExportSettings, is_sps_file, sps_dict, table_dict, write_sps, write_table
+from simlab.hardware.profiles import (build_cost_model, check_is_table, is_shipped_profile, load_profile,
+                                     shipped_profiles)
 from simlab.hardware.roofline import build_roofline
 from simlab.hardware.table import TableCostModel
 from simlab.hardware.specs import GPUS, MODELS
@@ -104,6 +105,10 @@ def export_command(
     max_batch_tokens: int = typer.Option(8192, "--max-batch-tokens", min=1, help="Largest batch size sampled."),
 ) -> None:
     """Write a cost model as a table file (contract format, with provenance) or SGLang's SPS JSON."""
+    from simlab.outputs import check_out_file
+
+    source_file = [] if source.startswith(ROOFLINE_PREFIX) or is_shipped_profile(source) else [Path(source)]
+    check_out_file(out, inputs=source_file, recognise=is_sps_file if fmt is ExportFormat.sglang_sps else None)
     cost_model = resolve_source(source, tensor_parallel=tp)
     if fmt is ExportFormat.sglang_sps:
         data = sps_dict(cost_model, context_tokens=context_tokens, query_tokens_per_request=query_tokens,
@@ -136,7 +141,7 @@ def resolve_source(source: str, *, tensor_parallel: Optional[int] = None) -> Cos
                              valid=f"GPU one of {', '.join(GPUS)}; MODEL one of {', '.join(MODELS)}")
         cfg = RooflineHardware(kind="roofline", gpu=parts[0], model=parts[1], tensor_parallel=tensor_parallel or 1)
         return build_roofline(cfg, field="SOURCE")
-    if is_bare_name(source):
+    if is_bare_name(source) or is_shipped_profile(source):
         return _build(source, tensor_parallel, base_dir=Path.cwd(), file=None, field="SOURCE")
     from simlab.scenario import read_yaml  # here, not at the top: the scenario loader may import this package
 

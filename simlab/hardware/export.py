@@ -15,8 +15,6 @@ assumptions (:class:`ExportSettings`), recorded in the file's ``provenance``:
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -29,8 +27,10 @@ from simlab import __version__
 from simlab.hardware.base import CostModel
 from simlab.hardware.roofline import RooflineCostModel
 from simlab.hardware.table import TableCostModel
+from simlab.outputs import write_file_atomic
 
 SIGNIFICANT_DIGITS = 6
+SPS_KEYS = ("sample_batch_tokens", "sample_steps_per_sec", "max_batch_tokens")
 ROOFLINE_NOTE = (
     "Roofline-modelled from GPU datasheet figures and the model's public config (docs/hardware.md); "
     "NOT measured on hardware. Replace with a measured profile (`simlab profile`) for absolute numbers."
@@ -162,35 +162,34 @@ def dump_table_yaml(data: dict[str, Any]) -> str:
                      allow_unicode=True)
 
 
-def write_text_atomic(path: str | Path, text: str) -> Path:
-    """Write ``text`` to ``path`` through a temporary file in the same folder and ``os.replace``."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the file the usual permissions
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
+def table_text(data: dict[str, Any], *, written_by: str) -> str:
+    """A table file's text: a ``# written by simlab ...`` line (so that simlab may replace the file later, see
+    :func:`simlab.outputs.is_simlab_file`), then the YAML."""
+    return f"# written by {written_by}\n" + dump_table_yaml(data)
 
 
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
+def write_table(path: str | Path, data: dict[str, Any], *, written_by: str = "simlab profiles export") -> Path:
+    """Write a table file atomically (check the path first with :func:`simlab.outputs.check_out_file`)."""
+    return write_file_atomic(path, table_text(data, written_by=written_by))
 
 
-def write_table(path: str | Path, data: dict[str, Any]) -> Path:
-    return write_text_atomic(path, dump_table_yaml(data))
+def sps_text(data: dict[str, Any]) -> str:
+    """SGLang's SPS JSON as simlab writes it: one key per line (each list on its line), nothing else added."""
+    lines = ",\n".join(f"  {json.dumps(key)}: {json.dumps(value)}" for key, value in data.items())
+    return "{\n" + lines + "\n}\n"
 
 
 def write_sps(path: str | Path, data: dict[str, Any]) -> Path:
-    """JSON with one key per line (each list on its line)."""
-    lines = ",\n".join(f"  {json.dumps(key)}: {json.dumps(value)}" for key, value in data.items())
-    return write_text_atomic(path, "{\n" + lines + "\n}\n")
+    """Write an SPS table atomically."""
+    return write_file_atomic(path, sps_text(data))
+
+
+def is_sps_file(path: str | Path) -> bool:
+    """Whether ``path`` holds an SPS table exactly as :func:`sps_text` writes it. The format has no room for a
+    ``generator`` mark, so this is how ``simlab profiles export`` knows it may replace its own earlier file."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+        data = json.loads(text)
+    except (OSError, UnicodeDecodeError, ValueError):
+        return False
+    return isinstance(data, dict) and list(data) == list(SPS_KEYS) and sps_text(data) == text

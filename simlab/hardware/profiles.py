@@ -45,12 +45,19 @@ def shipped_profiles() -> dict[str, Path]:
     return {p.stem: p for p in sorted(files)}
 
 
+def is_shipped_profile(text: str) -> bool:
+    """Whether ``text`` is the name of a shipped profile (as ``simlab profiles list`` prints it; such a name may
+    hold a dot, as in ``h100-sxm_llama-3.1-8b``)."""
+    return text in shipped_profiles()
+
+
 def find_profile(text: str, *, base_dir: Path, file: str | Path | None, field: str = "hardware") -> Path:
-    """The profile file ``text`` names: a shipped profile for a bare name, else a path from ``base_dir``."""
+    """The profile file ``text`` names: a shipped profile for a shipped name or any other bare name (no path
+    separator, no extension), else a path from ``base_dir``."""
+    shipped = shipped_profiles()
+    if text in shipped:
+        return shipped[text]
     if is_bare_name(text):
-        shipped = shipped_profiles()
-        if text in shipped:
-            return shipped[text]
         near = [n for n in shipped if text.lower() in n.lower()]
         choices = ", ".join(near or shipped) or "(none shipped)"
         raise InputError("no hardware profile of that name is shipped in hw_profiles/", file=file, field=field,

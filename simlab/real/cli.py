@@ -17,6 +17,7 @@ real_app = typer.Typer(
     help="Real mode: PyTorch target + DFlash/DSpark drafter, lossless batched speculative decoding.",
 )
 
+PAIR_KIND = "pair"  # the manifest kind of a pair folder (simlab.outputs)
 
 
 def _fail(message: str) -> None:
@@ -79,15 +80,19 @@ def train(
     threads: Optional[int] = typer.Option(None, min=1, help="torch CPU threads (default: torch's choice)."),
 ) -> None:
     """Train a small target on the stdlib's .py sources, then a DSpark drafter, and measure tau at gamma 7."""
+    from simlab.outputs import check_out_dir, staged_dir
+
     if preset not in ("tiny", "small"):
         _fail(f"--preset {preset!r}: only the CPU-trainable presets tiny and small can be trained here")
+    out_dir = check_out_dir(out, kind=PAIR_KIND)
     _prepare_torch(threads)
     from simlab.real.recipe import train_pair
 
     command = "simlab real " + " ".join(shlex.quote(a) for a in sys.argv[sys.argv.index("train"):]) \
         if "train" in sys.argv else f"simlab real train --out {out} --seed {seed} --minutes {minutes}"
-    metrics = train_pair(out, seed=seed, minutes=minutes, preset=preset, target_steps=target_steps,
-                         drafter_steps=drafter_steps, command=command, log=typer.echo)
+    with staged_dir(out_dir, kind=PAIR_KIND, command=command) as staging:
+        metrics = train_pair(staging, seed=seed, minutes=minutes, preset=preset, target_steps=target_steps,
+                             drafter_steps=drafter_steps, command=command, log=typer.echo)
     typer.echo(f"wrote {out} in {metrics['total_seconds']} s")
 
 
@@ -143,6 +148,9 @@ def evaluate(
     threads: Optional[int] = typer.Option(None, min=1),
 ) -> None:
     """Measure tau (bonus included) on held-out stdlib prompts; optionally write the engine's records."""
+    from simlab.outputs import check_out_dir, staged_dir
+
+    out_dir = check_out_dir(out, kind="real-eval") if out is not None else None
     _prepare_torch(threads)
     from simlab.real.corpus import load_corpus
     from simlab.real.engine import EngineConfig, SpeculativeEngine
@@ -169,8 +177,9 @@ def evaluate(
         "output_tokens_per_s": result.output_tokens_per_s, "wall_s": result.wall_s,
     }
     typer.echo(json.dumps(summary, indent=2))
-    if out is not None:
-        result.write(out)
+    if out_dir is not None:
+        with staged_dir(out_dir, kind="real-eval") as staging:
+            result.write(staging)
         typer.echo(f"wrote {out}/requests.csv, steps.csv, request_steps.csv", err=True)
 
 
@@ -184,9 +193,14 @@ def measure(
     from simlab.real.pair import default_pair_dir
     from simlab.real.recipe import remeasure_pair
 
+    from simlab.outputs import read_manifest
+
     folder = pair or default_pair_dir()
     if not (folder / "metrics.json").exists():
         _fail(f"{folder} has no metrics.json to repeat")
+    if (read_manifest(folder) or {}).get("kind") != PAIR_KIND:
+        _fail(f"{folder}: not a pair folder simlab wrote (no manifest.json of kind {PAIR_KIND}); measure rewrites "
+              "metrics.json and README.md only in folders written by `simlab real train`")
     remeasure_pair(folder, log=typer.echo)
     typer.echo(f"rewrote {folder}/metrics.json and README.md")
 

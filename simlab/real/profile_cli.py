@@ -15,7 +15,8 @@ from typing import Any, Optional
 
 import typer
 
-from simlab.errors import InputError
+from simlab.errors import InputError, OutputError
+from simlab.outputs import check_out_file
 
 OPTION_ORDER = ("device", "model", "drafter", "dtype", "max_batch_tokens", "contexts", "gamma", "draft_gammas",
                 "draft_context", "prefill_tokens", "replays", "warmup", "quick", "no_cuda_graphs", "threads",
@@ -96,7 +97,7 @@ def profile_command(
 
     def write(result) -> None:
         write_table(out, table_from_result(result, models, name=profile_name, command=command,
-                                           device_info=device_info))
+                                           device_info=device_info), written_by="simlab profile")
 
     total = planned_points(spec, drafter=models.drafter is not None,
                            markov_head=models.drafter is not None and models.drafter.markov_in is not None)
@@ -148,6 +149,7 @@ def _check_options(options: dict[str, Any]) -> None:
                          valid="a file path such as hw_profiles/mine.yaml")
     if out.suffix not in (".yaml", ".yml"):
         raise InputError("a profile is a YAML file", field="--out", value=str(out), valid="a path ending in .yaml")
+    check_out_file(out)
 
 
 def main(argv: Optional[list[str]] = None) -> int:
@@ -159,6 +161,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     except InputError as error:
         print(f"error: {error.message}", file=sys.stderr)
         return 2
+    except OutputError as error:
+        print(f"error: {error.message}", file=sys.stderr)
+        return 1
     except typer.Exit as done:
         return done.exit_code
     except KeyboardInterrupt:

@@ -14,6 +14,7 @@ from typing import Callable
 import numpy as np
 import torch
 
+from simlab.outputs import write_file_atomic
 from simlab.real.config import default_drafter_config, target_preset
 from simlab.real.corpus import load_corpus
 from simlab.real.drafter import Drafter
@@ -152,8 +153,8 @@ def remeasure_pair(folder: str | Path, *, log: Callable[[str], None] = print) ->
     recorded = dict(metrics["eval_settings"])
     settings = EvalSettings(**{**recorded, "temperatures": tuple(recorded["temperatures"])})
     metrics["tau"] = measure_pair(folder, load_corpus().validation, settings, log=log)
-    (folder / "metrics.json").write_text(json.dumps(metrics, indent=2))
-    (folder / "README.md").write_text(pair_readme(metrics))
+    write_file_atomic(folder / "metrics.json", json.dumps(metrics, indent=2))
+    write_file_atomic(folder / "README.md", pair_readme(metrics))
     return metrics
 
 

@@ -25,6 +25,9 @@ class ScheduleInputs:
     true_accepted:  [S, R] how many leading drafted positions the target will accept (oracle only).
     num_requests:   [S] requests in the batch at each step, when some of the R rows sit a step out (their
                     max_len is 0 and they add no anchor token); None means all R every step.
+    draft_cost:     (draft lengths [S], requests drafting [S]) -> drafter seconds [S]; what drafting would cost
+                    (schedulers that plan the draft read it).
+    min_budget:     [S] candidates a step verifies at least (set by a scheduler's draft plan), or None.
     """
 
     conf: np.ndarray
@@ -36,6 +39,8 @@ class ScheduleInputs:
     lagged_max_len: Optional[np.ndarray] = None
     true_accepted: Optional[np.ndarray] = None
     num_requests: Optional[np.ndarray] = None
+    draft_cost: Optional[Callable[[np.ndarray, np.ndarray], np.ndarray]] = None
+    min_budget: Optional[np.ndarray] = None
 
     @property
     def shape(self) -> tuple[int, int, int]:

@@ -17,7 +17,7 @@ import numpy as np
 from pydantic import BaseModel, Field, NonNegativeInt, create_model
 
 from simlab.strict import StrictModel
-from simlab.schedulers import policies
+from simlab.schedulers import adaptive, policies
 from simlab.schedulers.inputs import ScheduleInputs
 
 
@@ -36,6 +36,11 @@ class AsyncTopKParams(StrictModel):
 
 class GoodputParams(StrictModel):
     lag_steps: NonNegativeInt = Field(default=1, le=64)
+
+
+class AdaptiveParams(StrictModel):
+    lag_steps: int = Field(default=1, ge=1, le=64)
+    slo_tpot_ms: Optional[float] = Field(default=None, gt=0.0)
 
 
 @dataclass(frozen=True)
@@ -61,6 +66,7 @@ class SchedulerEntry:
     arm: bool = True
     audit: bool = True
     real: bool = True
+    plan_draft: Optional[Callable[..., tuple]] = None  # chooses what to draft first: (lengths, drafting, min budget)
 
     @property
     def reads_lag(self) -> bool:
@@ -103,6 +109,13 @@ REGISTRY: dict[str, SchedulerEntry] = {
             "confidences, then top-K of the current a",
             reads_verify_cost=True, reads_draft_cost=True,
             lossless=lambda params: params["lag_steps"] >= 1, lossless_note="yes when `lag_steps` ≥ 1",
+        ),
+        SchedulerEntry(
+            "adaptive", adaptive.verify, AdaptiveParams,
+            "chooses the draft length and which requests draft from confidences `lag_steps` steps old, the batch and "
+            "the cost curves, for the most expected tokens per second of the whole step (draft + verify), then "
+            "verifies as Algorithm 1 with the step's draft cost; `slo_tpot_ms` keeps the expected TPOT within it",
+            reads_verify_cost=True, reads_draft_cost=True, real=False, plan_draft=adaptive.plan_draft,
         ),
         SchedulerEntry(
             "oracle", policies.oracle, NoParams,
@@ -172,6 +185,15 @@ class Scheduler:
 
     def __call__(self, inputs: ScheduleInputs) -> np.ndarray:
         return self.entry.function(inputs, **self.params)
+
+    @property
+    def plans_draft(self) -> bool:
+        return self.entry.plan_draft is not None
+
+    def plan_draft(self, inputs: ScheduleInputs) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Draft lengths [S], which requests draft [S, R] and the least verify budget [S] (schedulers with a
+        draft plan only)."""
+        return self.entry.plan_draft(inputs, **self.params)
 
 
 def make_scheduler(kind: str, **params) -> Scheduler:

@@ -124,17 +124,33 @@ def _f(value, spec: str) -> str:
 
 def report_command(
     folder: Path = typer.Argument(..., help="A folder written by simlab run, sweep or whatif."),
-    out: Optional[Path] = typer.Option(None, "--out", help="HTML page to write (default: FOLDER/report.html); "
-                                       "its PNGs go beside it."),
+    out: Optional[Path] = typer.Option(None, "--out", help="FILE.html: the page (its PNGs go beside it; default "
+                                       "FOLDER/report.html). For a run, FILE.png: only the run's figure, there."),
 ) -> None:
     """Write FOLDER/report.html, self-contained, for a run (redraws report.png too), a sweep or a what-if."""
+    from simlab.report import load_results
     from simlab.studies.report_html import folder_kind, write_report
+    from simlab.table import arms_table
 
-    page = write_report(folder, out)
-    if folder_kind(folder) == "run":
-        from simlab.report import load_results
-        from simlab.table import arms_table
-
+    kind = folder_kind(folder)
+    if kind == "run" and out is not None and out.suffix.lower() not in (".html", ".htm"):
+        target = _run_figure(folder, out)
+        shown = f"figure: {target}"
+    else:
+        shown = f"report: {write_report(folder, out)}"
+    if kind == "run":
         summary, _, _ = load_results(folder)
         Console(width=160).print(arms_table(summary["scenario"]["name"], summary["arms"]))
-    Console().print(f"report: {page}")
+    Console().print(shown)
+
+
+def _run_figure(folder: Path, out: Path) -> Path:
+    """A run's report figure alone, at ``out`` (what ``simlab report DIR --out FILE.png`` always did)."""
+    from simlab.outputs import check_out_file, write_file_atomic
+    from simlab.report import RESULT_FILES, check_results_folder, load_results, render_png
+
+    check_results_folder(folder)
+    check_out_file(out, inputs=[folder / name for name in RESULT_FILES])
+    summary, requests, steps = load_results(folder)
+    write_file_atomic(out, render_png(summary, requests, steps))
+    return out

@@ -47,25 +47,35 @@ def folder_kind(folder: Path) -> str:
                      valid="a folder holding summary.json, sweep.json + sweep.csv, or whatif.json")
 
 
+INPUTS = {"run": ("summary.json", "requests.csv", "steps.csv.gz"),
+          "sweep": ("sweep.json", "sweep.csv", "positions.csv", "timing.csv"),
+          "whatif": ("whatif.json", "probes.csv")}
+IMAGES = {"run": ("report.png",),
+          "sweep": ("report-pareto.png", "report-latency.png", "report-goodput.png", "report-acceptance.png",
+                    "report-verify.png"),
+          "whatif": ("report-pareto.png", "report-sla.png")}
+
+
 def write_report(folder: str | Path, out: Optional[str | Path] = None) -> Path:
-    """Write ``report.html`` (default: in ``folder``) and the PNGs it embeds; returns the page's path."""
+    """Write ``report.html`` (default: in ``folder``; ``out`` names another ``.html`` file) and the PNGs it
+    embeds beside it; returns the page's path. Every file written may replace only a file simlab wrote, never
+    one of the folder's results (checked before anything is drawn)."""
     folder = Path(folder)
     if not folder.is_dir():
         raise InputError("no such folder", file=folder, valid="a results folder of simlab run, sweep or whatif")
     kind = folder_kind(folder)
     page = Path(out) if out is not None else folder / "report.html"
-    owned = read_manifest(page.parent) is not None  # a simlab results folder: its report files are simlab's
+    if page.suffix.lower() not in (".html", ".htm"):
+        raise InputError("a report is an HTML page", field="--out", value=str(page),
+                         valid="a path ending in .html" + (", or FILE.png for the run's figure alone"
+                                                           if kind == "run" else ""))
+    inputs = [folder / name for name in INPUTS[kind]]
+    for target in (page, *(page.parent / name for name in IMAGES[kind])):
+        check_out_file(target, inputs=inputs)
     builders = {"run": _run_page, "sweep": _sweep_page, "whatif": _whatif_page}
-    names = ("report.png",) if kind == "run" else ()
-    if not owned:
-        for name in (page.name, *names):
-            check_out_file(page.parent / name)
     title, body, images = builders[kind](folder)
-    for name, payload in images.items():
-        target = page.parent / name
-        if not owned:
-            check_out_file(target)
-        write_file_atomic(target, payload)
+    for name, payload in images.items():  # the images first: the page appears only when they are there
+        write_file_atomic(page.parent / name, payload)
     write_file_atomic(page, _document(title, body))
     return page
 

@@ -23,7 +23,7 @@ def build_trace_workload(cfg: TraceWorkload, *, base_dir: Path, seed: int, file:
     location = locate_trace(cfg.path, base_dir=base_dir, file=file, field=origin.field("path"))
     fmt = location.format_for(cfg.format, cfg.columns is not None)
     table = read_trace(location.path, format=fmt, columns=cfg.columns, domain_column=cfg.domain_column,
-                       origin=origin)
+                       origin=origin, sort=cfg.sort)
     arrival_s = table.arrival_s * cfg.time_scale
     num_kept = len(arrival_s)
     if cfg.max_duration_s is not None:
@@ -47,7 +47,7 @@ def build_trace_workload(cfg: TraceWorkload, *, base_dir: Path, seed: int, file:
         output_tokens=table.output_tokens[:num_kept].copy(),
         domain=domain,
         domain_names=names,
-        prefix_ids=_prefix_ids(table, num_kept) if prefix_ids else None,
+        prefix_ids=_prefix_ids(table, cfg, num_kept) if prefix_ids else None,
     )
     source = {
         "kind": "trace",
@@ -69,11 +69,20 @@ def build_trace_workload(cfg: TraceWorkload, *, base_dir: Path, seed: int, file:
 
 
 
-def _prefix_ids(table, num_kept: int):
-    """The first ``num_kept`` requests' prefix block ids, when the trace names them (Mooncake's hash_ids)."""
-    if table.format != "mooncake":
-        return None
-    from simlab.workload.prefix_ids import read_hash_ids
+def _prefix_ids(table, cfg: TraceWorkload, num_kept: int):
+    """The first ``num_kept`` requests' prefix block ids, when the trace names them: a Mooncake trace's
+    hash_ids, or a generic trace's ``columns.prefix_group`` (see simlab/workload/prefix_ids.py)."""
+    from simlab.workload.prefix_ids import read_hash_ids, read_prefix_groups
+    from simlab.workload.trace_formats import CONTAINER
 
-    offsets, ids = read_hash_ids(table.path)
+    if table.format == "mooncake":
+        offsets, ids = read_hash_ids(table.path, table.order)
+    elif cfg.columns is not None and cfg.columns.prefix_group is not None:
+        in_file_order = table.prompt_tokens.copy()
+        if table.order is not None:
+            in_file_order[table.order] = table.prompt_tokens
+        offsets, ids = read_prefix_groups(table.path, CONTAINER[table.format], cfg.columns.prefix_group,
+                                          cfg.columns.prefix_tokens, in_file_order, table.order)
+    else:
+        return None
     return offsets[: num_kept + 1].copy(), ids[: int(offsets[num_kept])].copy()

@@ -24,6 +24,8 @@ MOONCAKE_COLUMNS = TraceColumns(
     arrival="timestamp", prompt_tokens="input_length", output_tokens="output_length", arrival_unit="ms"
 )
 PRESET_COLUMNS = {"azure": AZURE_COLUMNS, "mooncake": MOONCAKE_COLUMNS}
+STANDARD_COLUMNS = TraceColumns(arrival="arrival", prompt_tokens="prompt_tokens", output_tokens="output_tokens")
+"""A generic trace whose header (or first object) names these columns needs no ``columns:`` map (arrival in s)."""
 CONTAINER = {"azure": "csv", "mooncake": "jsonl", "csv": "csv", "jsonl": "jsonl"}
 _EXTENSIONS = {".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl"}
 

@@ -92,7 +92,7 @@ def locate_trace(text: str, *, base_dir: Path, file: str | Path | None, field: s
     """
     traces = shipped_traces()
     names = ", ".join(sorted(traces)) or "(none)"
-    if is_bare_name(text):
+    if text in traces or is_bare_name(text):
         entry = traces.get(text)
         if entry is None:
             local = resolve_path(text, base_dir)

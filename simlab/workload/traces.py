@@ -8,6 +8,7 @@ Bad rows raise :class:`~simlab.errors.InputError` naming the trace file, the lin
 
 from __future__ import annotations
 
+import csv
 import json
 from dataclasses import dataclass
 from operator import itemgetter
@@ -19,7 +20,7 @@ import pandas as pd
 
 from simlab.config.workload import TraceColumns
 from simlab.errors import InputError
-from simlab.workload.trace_formats import CONTAINER, PRESET_COLUMNS, infer_format, open_text
+from simlab.workload.trace_formats import CONTAINER, PRESET_COLUMNS, STANDARD_COLUMNS, infer_format, open_text
 from simlab.workload.trace_values import BadValue, arrival_offsets_s, labels, token_counts
 
 
@@ -54,6 +55,7 @@ class TraceTable:
     output_tokens: np.ndarray
     domain_labels: Optional[np.ndarray]
     was_sorted: bool
+    order: Optional[np.ndarray] = None  # the rows of the file in the order given (None: the file's order)
 
     def __len__(self) -> int:
         return len(self.arrival_s)
@@ -66,8 +68,12 @@ def read_trace(
     columns: Optional[TraceColumns] = None,
     domain_column: Optional[str] = None,
     origin: TraceOrigin = TraceOrigin(),
+    sort: bool = True,
 ) -> TraceTable:
-    """Read every request of the trace at ``path``. ``format`` is inferred when None (see infer_format)."""
+    """Read every request of the trace at ``path``. ``format`` is inferred when None (see infer_format).
+
+    Arrivals out of time order are sorted (stably) when ``sort``, else an :class:`InputError` names the first
+    line whose arrival is earlier than the line before it."""
     fmt, header = infer_format(path, format, columns)
     cols = _columns_for(path, fmt, columns, header, origin)
     domain_col = domain_column or cols.domain
@@ -88,13 +94,23 @@ def read_trace(
     except BadValue as bad:
         raise InputError(bad.problem, file=path, field=f"line {line_of(bad.row)}, column {bad.column}",
                          value=bad.value, valid=bad.valid) from None
-    was_sorted = bool(np.all(arrival_s[1:] >= arrival_s[:-1]))
+    backwards = np.flatnonzero(arrival_s[1:] < arrival_s[:-1])
+    was_sorted = backwards.size == 0
+    if not was_sorted and not sort:
+        row = int(backwards[0]) + 1
+        raise InputError(
+            f"arrives {arrival_s[row - 1] - arrival_s[row]:.9g} s before the request of line {line_of(row - 1)}; the "
+            "trace is not in time order", file=path, field=f"line {line_of(row)}, column {cols.arrival}",
+            value=frame[cols.arrival].iloc[row],
+            valid=f"arrivals in time order, or {origin.field('sort')}: true to sort them (stably) as they are read",
+        )
+    order = None
     if not was_sorted:
         order = np.argsort(arrival_s, kind="stable")
         arrival_s, prompt, output = arrival_s[order], prompt[order], output[order]
         domain = domain[order] if domain is not None else None
     return TraceTable(path=path, format=fmt, arrival_s=arrival_s, prompt_tokens=prompt, output_tokens=output,
-                      domain_labels=domain, was_sorted=was_sorted)
+                      domain_labels=domain, was_sorted=was_sorted, order=order)
 
 
 def _columns_for(
@@ -111,13 +127,13 @@ def _columns_for(
                                    "for another layout use format csv or jsonl with columns")
         return preset
     if columns is None:
-        for preset in PRESET_COLUMNS.values():
+        for preset in (*PRESET_COLUMNS.values(), STANDARD_COLUMNS):
             if {preset.arrival, preset.prompt_tokens, preset.output_tokens} <= set(header):
                 return preset
         raise InputError(
             f"a {fmt} trace needs a column mapping", file=origin.file, field=origin.field("columns"),
-            valid=f"columns: {{arrival: ..., prompt_tokens: ..., output_tokens: ...}}; {path.name} has "
-                  + _listing(header),
+            valid=f"columns: {{arrival: ..., prompt_tokens: ..., output_tokens: ...}}, or a header naming "
+                  f"arrival, prompt_tokens, output_tokens; {path.name} has " + _listing(header),
         )
     for key in ("arrival", "prompt_tokens", "output_tokens"):
         name = getattr(columns, key)
@@ -131,7 +147,31 @@ def _listing(header: list[str]) -> str:
     return "columns " + ", ".join(header) if header else "(the file has no columns)"
 
 
+def _check_field_counts(path: Path) -> None:
+    """Every non-blank CSV record has as many fields as the header, else an InputError names its line."""
+    try:
+        with open_text(path) as fh:
+            reader = csv.reader(fh, skipinitialspace=True)
+            header = next((row for row in reader if row), None)
+            if header is None:
+                return
+            width = len(header)
+            for row in reader:
+                if row and len(row) != width:
+                    problem = "more" if len(row) > width else "fewer"
+                    raise InputError(
+                        f"{len(row)} fields, {problem} than the header's {width}", file=path,
+                        field=f"line {reader.line_num}", value=",".join(row),
+                        valid=f"every row has the header's {width} fields ({', '.join(h.strip() for h in header)})",
+                    )
+    except UnicodeDecodeError as exc:
+        raise InputError(f"not UTF-8 text ({exc.reason})", file=path) from None
+    except csv.Error as exc:
+        raise InputError(f"not a valid CSV: {exc}", file=path) from None
+
+
 def _read_csv(path: Path, names: list[str], arrival_is_text: bool) -> tuple[pd.DataFrame, LineOf]:
+    _check_field_counts(path)
     dtype = {names[0]: str} if arrival_is_text else None
     if len(names) > 3:
         dtype = {**(dtype or {}), names[3]: str}

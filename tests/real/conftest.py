@@ -1,13 +1,28 @@
-"""Fixtures for real-mode tests; without torch the whole folder is skipped at collection."""
+"""Fixtures for real-mode tests. Without torch every test module here is reported as skipped, with the reason,
+instead of being left out of the collection."""
 
 from __future__ import annotations
 
 import pytest
 
 try:
-    import torch  # noqa: F401
+    import torch
 except ImportError:  # pragma: no cover - depends on the environment
-    collect_ignore_glob = ["test_*.py"]
+    torch = None
+
+NO_TORCH_REASON = "real mode needs torch: pip install torch==2.13.0 'simlab[real]'"
+
+if torch is None:
+
+    class _SkippedModule(pytest.Module):
+        """A test module that is not imported (it needs torch): collecting it reports one skip."""
+
+        def collect(self):
+            pytest.skip(NO_TORCH_REASON)
+
+    def pytest_pycollect_makemodule(module_path, parent):
+        return _SkippedModule.from_parent(parent, path=module_path)
+
 else:
 
     @pytest.fixture(autouse=True, scope="package")

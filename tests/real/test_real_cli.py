@@ -49,4 +49,4 @@ def test_generate_and_eval_on_the_shipped_pair(tmp_path):
     assert result.exit_code == 0, result.output
     summary = json.loads(result.output[result.output.index("{"): result.output.rindex("}") + 1])
     assert summary["tau"] >= 1.0 and summary["num_rounds"] > 0
-    assert {p.name for p in tmp_path.iterdir()} == {"requests.csv", "steps.csv", "request_steps.csv"}
+    assert {p.name for p in tmp_path.iterdir()} == {"requests.csv", "steps.csv", "request_steps.csv", "manifest.json"}

@@ -71,8 +71,9 @@ def shipped_presets() -> list[str]:
 
 
 def preset_path(name: str, *, base_dir: Optional[Path] = None) -> Path:
-    """A bare name is a shipped preset; anything else a path (relative to ``base_dir``)."""
-    if is_bare_name(name):
+    """A shipped preset's name or any other bare name is a shipped preset; anything else a path (relative to
+    ``base_dir``)."""
+    if name in shipped_presets() or is_bare_name(name):
         return PRESET_DIR / f"{name}.yaml"
     return resolve_path(name, base_dir or Path.cwd())
 
@@ -84,7 +85,7 @@ def load_preset(
     path = preset_path(name, base_dir=base_dir)
     if not path.is_file():
         shipped = ", ".join(shipped_presets())
-        problem = "no such preset" if is_bare_name(name) else f"no such preset file ({path})"
+        problem = "no such preset" if path.parent == PRESET_DIR else f"no such preset file ({path})"
         raise InputError(problem, file=file, field=field, value=name, valid=f"one of {shipped}, or a path to a preset file")
     data = read_yaml(path, what="preset file")
     parsed: PresetFile = validate(PresetFile, data, file=path)
