@@ -81,29 +81,6 @@ def _command_line() -> str:
     return " ".join(["simlab", *map(shlex.quote, sys.argv[1:])])
 
 
-@app.command()
-def report(
-    results: Path = typer.Argument(..., help="A results folder written by `simlab run`."),
-    out: Optional[Path] = typer.Option(None, "--out", help="PNG file to write (default: RESULTS/report.png)."),
-) -> None:
-    """Draw the report figure of a results folder again and print its comparison table."""
-    from simlab.outputs import check_out_file, write_file_atomic
-    from simlab.real.validate.report import is_validation_folder, write_validation_report
-    from simlab.report import RESULT_FILES, check_results_folder, load_results, render_png
-    from simlab.table import arms_table
-
-    if is_validation_folder(results):  # simlab validate's folder: real against simulated
-        Console().print(f"report: {write_validation_report(results)}")
-        return
-    check_results_folder(results)
-    target = out if out is not None else results / "report.png"
-    check_out_file(target, inputs=[results / name for name in RESULT_FILES])
-    summary, requests, steps = load_results(results)
-    write_file_atomic(target, render_png(summary, requests, steps))
-    Console(width=160).print(arms_table(summary["scenario"]["name"], summary["arms"]))
-    Console().print(f"figure: {target}")
-
-
 _MOUNTED: list[bool] = []
 
 
@@ -117,9 +94,13 @@ def _mount_subcommands() -> None:
     from simlab.real.cli import real_app
     from simlab.real.profiler.cli import profile_command
     from simlab.real.validate.cli import validate_command
+    from simlab.studies.cli import report_command, sweep_command, whatif_command
     from simlab.workload.cli import traces_app
 
     app.command("audit")(audit_command)
+    app.command("sweep")(sweep_command)
+    app.command("whatif")(whatif_command)
+    app.command("report")(report_command)
     app.add_typer(acceptance_app, name="acceptance", help="Fit acceptance models from real engines' logs.")
     app.command("calibrate")(calibrate_command)
     app.command("profile")(profile_command)

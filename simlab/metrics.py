@@ -60,9 +60,11 @@ def per_request_latencies(result: ArmRecords, output_tokens: np.ndarray) -> dict
 
 
 def summarise(result: ArmRecords, prompt_tokens: np.ndarray, output_tokens: np.ndarray, gamma: int,
-              slo: Optional[SLO], *, kv_capacity: Optional[int] = None, prefix_caching: bool = False) -> dict:
+              slo: Optional[SLO], *, kv_capacity: Optional[int] = None, prefix_caching: bool = False,
+              num_gpus: int = 1) -> dict:
     """The contract's METRICS for one arm, plus speculation, queueing and KV extras (``kv_capacity``: one
-    replica's KV tokens, for the usage fractions)."""
+    replica's KV tokens, for the usage fractions; ``num_gpus``: every GPU the arm's replicas occupy, replicas x
+    GPUs per replica, for the per-GPU figures)."""
     log, steps = result.log, result.steps
     completed = int(np.isfinite(log.finish_s).sum())
     start_s = float(np.nanmin(log.arrival_s))
@@ -81,6 +83,8 @@ def summarise(result: ArmRecords, prompt_tokens: np.ndarray, output_tokens: np.n
         "request_throughput": completed / duration_s,
         "output_throughput": float(output_tokens.sum()) / duration_s,
         "total_token_throughput": float(prompt_tokens.sum() + output_tokens.sum()) / duration_s,
+        "num_gpus": int(num_gpus),
+        "output_throughput_per_gpu": float(output_tokens.sum()) / duration_s / num_gpus,
         "request_goodput": _goodput(lat, slo, duration_s),
     }
     metrics.update(_stats("ttft", lat["ttft"]))

@@ -16,6 +16,7 @@ from simlab import __version__
 from simlab.arms import PreparedArm, domain_weights, prepare_arm
 from simlab.engine import simulate_arm
 from simlab.errors import InputError
+from simlab.hardware.gpus import gpus_per_replica
 from simlab.metrics import summarise
 from simlab.overload import overload_warnings
 from simlab.results import requests_frame, steps_frame
@@ -106,8 +107,9 @@ def _simulate_one(built: Built, index: int, progress: Optional[Callable[[int], N
     sc = built.loaded.scenario
     requests = built.workload.requests
     result = simulate_arm(built.workload, built.cost, sc.engine, prepared.policy, built.kv_capacity, progress)
+    num_gpus = sc.engine.replicas * gpus_per_replica(built.cost.describe())
     metrics = summarise(result, requests.prompt_tokens, requests.output_tokens, prepared.arm.draft_len, sc.slo,
-                        kv_capacity=built.kv_capacity, prefix_caching=sc.engine.prefix_caching)
+                        kv_capacity=built.kv_capacity, prefix_caching=sc.engine.prefix_caching, num_gpus=num_gpus)
     scheduler = prepared.policy.scheduler
     metrics["realisable"] = scheduler is None or scheduler.entry.realisable
     metrics["lossless"] = scheduler.lossless if scheduler is not None else True

@@ -58,6 +58,11 @@ def scenario_from_data(data: Any, *, file: str | Path, seed: int | None = None) 
             "a scenario must be a mapping", file=path, value=_kind_of(data),
             valid="a YAML mapping with name, workload, hardware, acceptance and arms",
         )
+    if "sweep" in data:
+        raise InputError(
+            "this scenario is a sweep (it holds sweep:), which runs one scenario per point", file=path,
+            field="sweep", valid=f"`simlab sweep {path}` (or remove sweep: to run the scenario as it is)",
+        )
     if seed is not None:
         data = {**data, "seed": seed}
     scenario = validate(Scenario, data, file=path)

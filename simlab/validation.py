@@ -191,6 +191,13 @@ def _model_at(model: Any, data: Any, loc: list[Any]) -> type[BaseModel] | None:
     return annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
 
 
+def pick_member(annotation: Any, node: Any) -> Any:
+    """The type an annotation stands for at ``node``: Optional/Annotated unwrapped, and a union resolved to the
+    member ``node`` matches (by its ``kind``/``dist`` tag, or the one non-model member for a plain value);
+    None when ``node`` does not decide it."""
+    return _pick(annotation, node)
+
+
 def _pick(annotation: Any, node: Any) -> Any:
     """Resolve Optional/Annotated/Union to the member matching ``node`` (by its kind or dist tag)."""
     for _ in range(10):

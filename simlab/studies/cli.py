@@ -1,0 +1,161 @@
+"""``simlab sweep``, ``simlab whatif`` and ``simlab report``: thin shells over :mod:`simlab.studies`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+
+EXECUTOR_HELP = "Where points run: local (a process pool) or dask (a LocalCluster, or --address)."
+
+
+def _command_line() -> str:
+    from simlab.cli import _command_line as command_line
+
+    return command_line()
+
+
+def sweep_command(
+    scenario: Path = typer.Argument(..., help="Scenario YAML file holding a sweep: block."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Sweep folder (default: results/<scenario name>/)."),
+    executor: str = typer.Option("local", "--executor", help=EXECUTOR_HELP),
+    address: Optional[str] = typer.Option(None, "--address", help="A running Dask scheduler (with --executor dask)."),
+    workers: Optional[int] = typer.Option(None, "--workers", "-w", help="Parallel workers (default: CPUs)."),
+    plot: bool = typer.Option(False, "--plot/--no-plot", help="Also draw each point's report.png."),
+    report: bool = typer.Option(True, "--report/--no-report", help="Write report.html at the end."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress."),
+) -> None:
+    """Run every point of SCENARIO's sweep (a rerun skips finished points); write sweep.csv and report.html."""
+    from simlab.errors import InputError
+    from simlab.studies.progress import default_progress
+    from simlab.studies.sweep import run_sweep
+
+    if address and workers:
+        raise InputError("sets the size of a LocalCluster; a running scheduler has its own workers",
+                         field="--workers", value=workers, valid="--workers without --address, or neither")
+    outcome = run_sweep(scenario, out, executor=executor, workers=workers, address=address, plot=plot,
+                        report=report, progress=default_progress(quiet), command=_command_line())
+    console = Console(stderr=True, highlight=False, soft_wrap=True)
+    done = len(outcome.sweep.points) - outcome.num_failed
+    console.print(f"{done} of {len(outcome.sweep.points)} points finished ({outcome.num_skipped} from an earlier "
+                  f"run); sweep.csv: {outcome.csv}" + (f"; report: {outcome.out / 'report.html'}" if report else ""))
+    if outcome.num_failed:
+        first = next(iter(outcome.errors.values()))
+        console.print(f"error: {outcome.num_failed} point(s) failed (see the error column of sweep.csv and "
+                      f"{outcome.out / 'failed'}/); the first: {first}", markup=False)
+        raise typer.Exit(1)
+
+
+def whatif_command(
+    scenario: Path = typer.Argument(..., help="Scenario YAML file."),
+    sla: str = typer.Option(..., "--sla", help="Conditions, e.g. 'p90_tpot_ms<=12.5,median_user_tok_s>=80'."),
+    vary: Optional[str] = typer.Option(None, "--vary", help="The field to search, e.g. workload.concurrency."),
+    at: Optional[str] = typer.Option(None, "--at", help="Instead of a search: FIELD=VALUE, one load."),
+    low: Optional[float] = typer.Option(None, "--low", help="Lowest value searched."),
+    high: Optional[float] = typer.Option(None, "--high", help="Highest value searched."),
+    baseline: Optional[str] = typer.Option(None, "--baseline", help="Arm gains are measured against "
+                                           "(default: the no-speculation arm, else the first)."),
+    find: Optional[str] = typer.Option(None, "--find", help="largest or smallest meeting the SLA (known for "
+                                       "concurrency, rate, time_scale and replicas)."),
+    rtol: float = typer.Option(0.02, "--rtol", help="Relative tolerance for non-integer fields."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Folder (default: results/<scenario name>-whatif/)."),
+    executor: str = typer.Option("local", "--executor", help=EXECUTOR_HELP),
+    address: Optional[str] = typer.Option(None, "--address", help="A running Dask scheduler (with --executor dask)."),
+    workers: Optional[int] = typer.Option(None, "--workers", "-w", help="Parallel workers (default: CPUs)."),
+    report: bool = typer.Option(True, "--report/--no-report", help="Write report.html."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress and no table."),
+) -> None:
+    """Per arm, the largest load (or fewest replicas) meeting an SLA; with --at, who meets it at one load."""
+    from simlab.studies.progress import default_progress
+    from simlab.studies.whatif import prepare_whatif, run_whatif
+
+    question = prepare_whatif(scenario, sla=sla, vary=vary, at=at, low=_number(low), high=_number(high),
+                              baseline=baseline, find=find, rtol=rtol)
+    outcome = run_whatif(question, out, executor=executor, workers=workers, address=address, report=report,
+                         progress=default_progress(quiet), command=_command_line())
+    if not quiet:
+        stdout = Console()
+        if not stdout.is_terminal:
+            stdout = Console(width=160)
+        stdout.print(answers_table(outcome.document))
+        stdout.print(f"results: {outcome.out}/")
+
+
+def _number(value: Optional[float]):
+    return int(value) if value is not None and float(value).is_integer() else value
+
+
+def answers_table(doc: dict):
+    """A rich table of a what-if's answers."""
+    from rich.table import Table
+
+    if "at" in doc:
+        table = Table(title=f"at {doc['at']['field']}={doc['at']['value']}: SLA {_sla_text(doc)}",
+                      title_justify="left")
+        for header in ("arm", "meets", "fails", "user tok/s", "tok/s/GPU", "vs baseline"):
+            table.add_column(header, justify="left" if header in ("arm", "fails") else "right")
+        for arm, e in doc["arms"].items():
+            table.add_row(arm, "yes" if e["meets"] else "no", ", ".join(e["failing"]) or "-",
+                          _f(e["median_user_tok_s"], "{:.1f}"), _f(e["output_throughput_per_gpu"], "{:,.0f}"),
+                          _f(e["gain_vs_baseline"], "{:+.1%}"))
+        return table
+    table = Table(title=f"{doc['find']} {doc['vary']} meeting {_sla_text(doc)} (baseline {doc['baseline']})",
+                  title_justify="left")
+    for header in ("arm", doc["vary"], "user tok/s", "tok/s/GPU", "vs baseline", "probes"):
+        table.add_column(header, justify="left" if header == "arm" else "right")
+    for arm, e in doc["arms"].items():
+        m = e["metrics"] or {}
+        load = "none in range" if e["load"] is None else f"{e['load']:g}" + (" (range end)" if e["at_bound"] else "")
+        table.add_row(arm, load, _f(m.get("median_user_tok_s"), "{:.1f}"),
+                      _f(m.get("output_throughput_per_gpu"), "{:,.0f}"), _f(e["gain_vs_baseline"], "{:+.1%}"),
+                      str(e["num_probes"]))
+    return table
+
+
+def _sla_text(doc: dict) -> str:
+    return ",".join(f"{m}{op}{v:g}" for m, (op, v) in doc["sla"].items())
+
+
+def _f(value, spec: str) -> str:
+    return "-" if value is None else spec.format(value)
+
+
+def report_command(
+    folder: Path = typer.Argument(..., help="A folder written by simlab run, sweep or whatif."),
+    out: Optional[Path] = typer.Option(None, "--out", help="FILE.html: the page (its PNGs go beside it; default "
+                                       "FOLDER/report.html). For a run, FILE.png: only the run's figure, there."),
+) -> None:
+    """Write FOLDER/report.html, self-contained, for a run (redraws report.png too), a sweep, a what-if or a
+    validation (redraws validation.png)."""
+    from simlab.real.validate.report import is_validation_folder, write_validation_report
+    from simlab.report import load_results
+    from simlab.studies.report_html import folder_kind, write_report
+    from simlab.table import arms_table
+
+    if is_validation_folder(folder) and out is None:  # simlab validate's folder: real against simulated
+        Console().print(f"report: {write_validation_report(folder)}")
+        return
+    kind = folder_kind(folder)
+    if kind == "run" and out is not None and out.suffix.lower() not in (".html", ".htm"):
+        target = _run_figure(folder, out)
+        shown = f"figure: {target}"
+    else:
+        shown = f"report: {write_report(folder, out)}"
+    if kind == "run":
+        summary, _, _ = load_results(folder)
+        Console(width=160).print(arms_table(summary["scenario"]["name"], summary["arms"]))
+    Console().print(shown)
+
+
+def _run_figure(folder: Path, out: Path) -> Path:
+    """A run's report figure alone, at ``out`` (what ``simlab report DIR --out FILE.png`` always did)."""
+    from simlab.outputs import check_out_file, write_file_atomic
+    from simlab.report import RESULT_FILES, check_results_folder, load_results, render_png
+
+    check_results_folder(folder)
+    check_out_file(out, inputs=[folder / name for name in RESULT_FILES])
+    summary, requests, steps = load_results(folder)
+    write_file_atomic(out, render_png(summary, requests, steps))
+    return out

@@ -1,0 +1,254 @@
+"""``report.html``: one self-contained page (images embedded as base64 PNG, no scripts, no links out) for a run,
+a sweep or a what-if folder, written beside the PNGs it embeds. It records the command that made the results
+and the SHA-256 of their scenario."""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+from pathlib import Path
+from typing import Any, Iterable, Optional
+
+import pandas as pd
+
+from simlab.errors import InputError
+from simlab.outputs import check_out_file, read_manifest, write_file_atomic
+
+STYLE = """
+body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1200px; color: #222; padding: 0 1em; }
+h1 { font-size: 1.5em; } h2 { font-size: 1.2em; margin-top: 2em; border-bottom: 1px solid #ddd; }
+.meta { color: #555; font-size: 0.85em; } code { font-size: 0.95em; word-break: break-all; }
+figure { margin: 1em 0; } img { max-width: 100%; border: 1px solid #eee; }
+figcaption { font-size: 0.85em; color: #555; }
+table { border-collapse: collapse; font-size: 0.8em; margin: 0.5em 0 1.5em; }
+th, td { border: 1px solid #ddd; padding: 0.2em 0.5em; text-align: right; }
+th { background: #f4f4f4; } td.text, th.text { text-align: left; }
+.gain-up { color: #1a7f37; } .gain-down { color: #b42318; }
+"""
+RUN_COLUMNS = (("output_throughput", "tok/s", "{:,.0f}"), ("output_throughput_per_gpu", "tok/s/GPU", "{:,.0f}"),
+               ("num_gpus", "GPUs", "{}"), ("median_user_tok_s", "user tok/s", "{:.1f}"),
+               ("median_ttft_ms", "TTFT p50 ms", "{:,.1f}"), ("p99_ttft_ms", "TTFT p99 ms", "{:,.1f}"),
+               ("median_tpot_ms", "TPOT p50 ms", "{:.2f}"), ("p99_tpot_ms", "TPOT p99 ms", "{:.2f}"),
+               ("spec_decode_acceptance_length", "τ", "{:.2f}"),
+               ("mean_verify_tokens_per_request_step", "verify/req", "{:.2f}"),
+               ("request_goodput", "goodput req/s", "{:.2f}"))
+
+
+def folder_kind(folder: Path) -> str:
+    """``run``, ``sweep`` or ``whatif``, from the folder's files."""
+    if (folder / "whatif.json").is_file():
+        return "whatif"
+    if (folder / "sweep.json").is_file() and (folder / "sweep.csv").is_file():
+        return "sweep"
+    if (folder / "summary.json").is_file():
+        return "run"
+    raise InputError("is not a results folder of simlab run, sweep or whatif", file=folder,
+                     valid="a folder holding summary.json, sweep.json + sweep.csv, or whatif.json")
+
+
+INPUTS = {"run": ("summary.json", "requests.csv", "steps.csv.gz"),
+          "sweep": ("sweep.json", "sweep.csv", "positions.csv", "timing.csv"),
+          "whatif": ("whatif.json", "probes.csv")}
+IMAGES = {"run": ("report.png",),
+          "sweep": ("report-pareto.png", "report-latency.png", "report-goodput.png", "report-acceptance.png",
+                    "report-verify.png"),
+          "whatif": ("report-pareto.png", "report-sla.png")}
+
+
+def write_report(folder: str | Path, out: Optional[str | Path] = None) -> Path:
+    """Write ``report.html`` (default: in ``folder``; ``out`` names another ``.html`` file) and the PNGs it
+    embeds beside it; returns the page's path. Every file written may replace only a file simlab wrote, never
+    one of the folder's results (checked before anything is drawn)."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise InputError("no such folder", file=folder, valid="a results folder of simlab run, sweep or whatif")
+    kind = folder_kind(folder)
+    page = Path(out) if out is not None else folder / "report.html"
+    if page.suffix.lower() not in (".html", ".htm"):
+        raise InputError("a report is an HTML page", field="--out", value=str(page),
+                         valid="a path ending in .html" + (", or FILE.png for the run's figure alone"
+                                                           if kind == "run" else ""))
+    inputs = [folder / name for name in INPUTS[kind]]
+    for target in (page, *(page.parent / name for name in IMAGES[kind])):
+        check_out_file(target, inputs=inputs)
+    builders = {"run": _run_page, "sweep": _sweep_page, "whatif": _whatif_page}
+    title, body, images = builders[kind](folder)
+    for name, payload in images.items():  # the images first: the page appears only when they are there
+        write_file_atomic(page.parent / name, payload)
+    write_file_atomic(page, _document(title, body))
+    return page
+
+
+def _document(title: str, body: list[str]) -> str:
+    from simlab import __version__
+
+    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            f"<meta name=\"generator\" content=\"simlab {__version__}\"><title>{html.escape(title)}</title>"
+            f"<style>{STYLE}</style></head>\n<body>\n<h1>{html.escape(title)}</h1>\n" + "\n".join(body) +
+            "\n</body></html>\n")
+
+
+def _meta(command: Optional[str], scenario_file: Optional[str], sha256: str) -> str:
+    from simlab import __version__
+
+    parts = [f"made by <code>{html.escape(command or '(library call)')}</code>"]
+    if scenario_file:
+        parts.append(f"scenario <code>{html.escape(Path(scenario_file).name)}</code>")
+    parts.append(f"scenario SHA-256 <code>{sha256}</code>")
+    parts.append(f"report by simlab {__version__}")
+    return "<p class=\"meta\">" + "<br>".join(parts) + "</p>"
+
+
+def _figure(name: str, caption: str, payload: bytes) -> str:
+    data = base64.b64encode(payload).decode("ascii")
+    return (f"<figure><img alt=\"{html.escape(caption)}\" src=\"data:image/png;base64,{data}\">"
+            f"<figcaption>{html.escape(caption)} ({html.escape(name)})</figcaption></figure>")
+
+
+def _table(header: list[str], rows: Iterable[list[Any]], text_columns: int = 1) -> str:
+    head = "".join(f"<th class=\"{'text' if i < text_columns else ''}\">{html.escape(h)}</th>"
+                   for i, h in enumerate(header))
+    body = []
+    for row in rows:
+        cells = []
+        for i, value in enumerate(row):
+            css = "text" if i < text_columns else ""
+            if isinstance(value, _Gain):
+                css, value = value.css, str(value)
+            cells.append(f"<td class=\"{css}\">{html.escape(str(value))}</td>")
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    return f"<table><tr>{head}</tr>\n" + "\n".join(body) + "</table>"
+
+
+class _Gain:
+    def __init__(self, value: Optional[float]) -> None:
+        self.value = None if value is None or pd.isna(value) else float(value)
+
+    @property
+    def css(self) -> str:
+        return "" if self.value is None else ("gain-up" if self.value > 0.005 else
+                                              "gain-down" if self.value < -0.005 else "")
+
+    def __str__(self) -> str:
+        return "–" if self.value is None else f"{self.value:+.1%}"
+
+
+def _fmt(value: Any, spec: str = "{:,.1f}") -> str:
+    if value is None or (isinstance(value, float) and pd.isna(value)):
+        return "–"
+    try:
+        return spec.format(value)
+    except (ValueError, TypeError):
+        return str(value)
+
+
+# ------------------------------------------------------------------------------------------------------- run
+def _run_page(folder: Path):
+    from simlab.report import load_results, render_png
+    from simlab.studies.grid import data_sha256
+
+    summary, requests, steps = load_results(folder)
+    png = render_png(summary, requests, steps)
+    manifest = read_manifest(folder) or {}
+    name = summary["scenario"]["name"]
+    rows = [[arm, *(_fmt(m.get(k), spec) for k, _, spec in RUN_COLUMNS)] for arm, m in summary["arms"].items()]
+    body = [_meta(manifest.get("command"), None, data_sha256(summary["scenario"])),
+            "<h2>Arms</h2>", _table(["arm", *(h for _, h, _ in RUN_COLUMNS)], rows),
+            "<h2>Figure</h2>", _figure("report.png", "The run's report figure.", png)]
+    return f"simlab run: {name}", body, {"report.png": png}
+
+
+# ----------------------------------------------------------------------------------------------------- sweep
+def _sweep_page(folder: Path):
+    from simlab.studies import gains, sweep_plots
+    from simlab.studies.figures import format_value
+    from simlab.studies.sweep_data import read_sweep_folder
+
+    data = read_sweep_folder(folder)
+    doc = data.doc
+    images = sweep_plots.figures(data)
+    points = len(doc["points"])
+    body = [_meta(doc.get("command"), doc.get("scenario_file"), doc["scenario_sha256"]),
+            f"<p>{points} points × {len(data.arms)} arms; varied: "
+            + ", ".join(f"<code>{html.escape(f)}</code>" for f in doc["fields"])
+            + f"; load axis <code>{html.escape(data.x)}</code>. {len(data.failed['point'].unique())} points failed."
+            + "</p>"]
+    if len(data.failed):
+        failed = data.failed.drop_duplicates("point")
+        body += ["<h2>Failed points</h2>",
+                 _table(["point", *doc["fields"], "error"],
+                        [[r["point"], *(format_value(r[f]) for f in doc["fields"]), r["error"]]
+                         for _, r in failed.iterrows()], text_columns=2 + len(doc["fields"]))]
+    for name, (caption, payload) in images.items():
+        body.append(_figure(name, caption, payload))
+    facet = [] if not data.facets else ["facet"]  # the column only when other fields vary beside the load
+
+    def cells(row, *rest):
+        return ([row["facet"]] if facet else []) + list(rest)
+
+    if doc.get("sla_user_tok_s"):
+        table = gains.sla_table(data, list(doc["sla_user_tok_s"]), doc.get("baseline"))
+        body += [f"<h2>Output tokens/s per GPU at a per-user speed SLA (vs {html.escape(table['baseline'].iloc[0])})"
+                 "</h2>", "<p>For each level, each arm's best point of the sweep whose median tokens/s per user "
+                 "meets it.</p>",
+                 _table([*facet, "tok/s/user ≥", "arm", "tok/s/GPU", data.x, "user tok/s", "vs baseline"],
+                        [cells(r, f"{r['level']:g}", r["arm"], _fmt(r["output_throughput_per_gpu"], "{:,.0f}"),
+                               _fmt(r["load"], "{:g}"), _fmt(r["median_user_tok_s"]), _Gain(r["vs_baseline"]))
+                         for _, r in table.iterrows()], text_columns=len(facet) + 2)]
+    table = gains.gain_table(data)
+    if len(table):
+        body += ["<h2>Gain at each load</h2>",
+                 "<p>Each arm's output tokens/s per GPU and median tokens/s per user, against the no-speculation "
+                 "arm and the best fixed-γ arm at the same load (best by that figure).</p>",
+                 _table([*facet, data.x, "arm", "tok/s/GPU", "vs no-spec", "best fixed-γ", "vs best fixed-γ",
+                         "user tok/s", "vs no-spec", "best fixed-γ", "vs best fixed-γ"],
+                        [cells(r, format_value(r["load"]), r["arm"], _fmt(r["output_throughput_per_gpu"], "{:,.0f}"),
+                               _Gain(r["vs_no_spec"]), r["best_fixed"] or "–", _Gain(r["vs_best_fixed"]),
+                               _fmt(r["median_user_tok_s"]), _Gain(r["user_vs_no_spec"]), r["best_fixed_user"] or "–",
+                               _Gain(r["user_vs_best_fixed"])) for _, r in table.iterrows()],
+                        text_columns=len(facet) + 2)]
+    return f"simlab sweep: {doc['name']}", body, {name: payload for name, (_, payload) in images.items()}
+
+
+# ---------------------------------------------------------------------------------------------------- whatif
+def _whatif_page(folder: Path):
+    from simlab.studies import whatif_plots
+
+    doc = json.loads((folder / "whatif.json").read_text(encoding="utf-8"))
+    probes = pd.read_csv(folder / "probes.csv", dtype={"arm": str}) if (folder / "probes.csv").is_file() \
+        else pd.DataFrame()
+    images = whatif_plots.figures(doc, probes)
+    sla = ", ".join(f"{m} {op} {v:g}" for m, (op, v) in doc["sla"].items())
+    body = [_meta(doc.get("command"), doc.get("scenario_file"), doc["scenario_sha256"]),
+            f"<p>SLA: <code>{html.escape(sla)}</code>; baseline arm <code>{html.escape(doc['baseline'])}</code>.</p>"]
+    if "at" in doc:
+        at = doc["at"]
+        body.append(f"<h2>At {html.escape(at['field'])} = {html.escape(str(at['value']))}</h2>")
+        rows = [[arm, "yes" if e["meets"] else "no", ", ".join(e["failing"]) or "–",
+                 _fmt(e["median_user_tok_s"]), _fmt(e["output_throughput_per_gpu"], "{:,.0f}"),
+                 _Gain(e["gain_vs_baseline"])] for arm, e in doc["arms"].items()]
+        body.append(_table(["arm", "meets", "fails", "user tok/s", "tok/s/GPU", "vs baseline"], rows,
+                           text_columns=3))
+    else:
+        find = "largest" if doc["find"] == "largest" else "smallest"
+        tolerance = "exact (integer)" if doc["integer"] else f"within {doc['rtol']:.0%}"
+        body.append(f"<h2>The {find} <code>{html.escape(doc['vary'])}</code> meeting the SLA, per arm</h2>")
+        body.append(f"<p>Searched {doc['range'][0]:g} to {doc['range'][1]:g} by bracketing and bisection, "
+                    f"{tolerance}.</p>")
+        rows = []
+        for arm, e in doc["arms"].items():
+            m = e["metrics"] or {}
+            note = "meets the SLA nowhere in the range" if e["load"] is None else (
+                "meets it up to the range's end" if e["at_bound"] else "")
+            if not e.get("monotone", True):
+                note = (note + "; " if note else "") + "probes disagree with one threshold"
+            rows.append([arm, _fmt(e["load"], "{:g}"), _fmt(m.get("median_user_tok_s")),
+                         _fmt(m.get("output_throughput_per_gpu"), "{:,.0f}"), _fmt(m.get("num_gpus"), "{}"),
+                         *(_fmt(m.get(k), "{:,.2f}") for k in doc["sla"]), _Gain(e["gain_vs_baseline"]),
+                         e["num_probes"], note])
+        body.append(_table(["arm", doc["vary"], "user tok/s", "tok/s/GPU", "GPUs", *doc["sla"], "vs baseline",
+                            "probes", "note"], rows))
+    for name, (caption, payload) in images.items():
+        body.append(_figure(name, caption, payload))
+    return f"simlab whatif: {doc['name']}", body, {name: payload for name, (_, payload) in images.items()}

@@ -1,0 +1,340 @@
+"""SLA what-if: per arm, the largest load (or the smallest capacity) at which every SLA condition holds, and
+the inverse question: at a given load, which arms meet the SLA and with what speed per user and per GPU.
+
+Every probe simulates the scenario with one field changed, on the same random streams (the scenario's seed),
+and only the arms that asked for that value: an arm's results do not depend on which other arms run beside it.
+Probes of one round run in parallel on an executor. The folder written (``kind: whatif``) holds
+``whatif.json`` (the contract's document), ``probes.csv`` (every probe: value, arm, whether it met the SLA,
+its metrics) and, by default, ``report.html``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Optional
+
+from simlab.errors import InputError
+from simlab.outputs import check_out_dir, staged_dir
+from simlab.studies.executors import TaskLost, make_executor
+from simlab.studies.grid import data_sha256
+from simlab.studies.paths import check_path, get_path, set_path
+from simlab.studies.progress import StudyProgress
+from simlab.studies.search import Answer, SearchRange, threshold_search
+from simlab.studies.sla import SLA, check_metrics_known, parse_sla
+from simlab.studies.table_csv import csv_text, metric_columns
+
+WHATIF_KIND = "whatif"
+FIND_DEFAULTS = {
+    "workload.concurrency": "largest",
+    "workload.rate": "largest",
+    "workload.time_scale": "smallest",  # gaps x time_scale: smaller is more load
+    "engine.replicas": "smallest",
+}
+RANGE_FACTOR = 64  # without --low/--high: [start / 64, start x 64] (integers from 1)
+DEFAULT_RTOL = 0.02
+
+
+@dataclass(frozen=True)
+class ProbeTask:
+    """One simulation of a what-if: the scenario with the varied field set, limited to some arms."""
+
+    data: dict
+    file: str
+
+
+def run_probe(task: ProbeTask) -> dict:
+    """Simulate one probe; errors come back as data."""
+    from simlab.results import dumps
+    from simlab.runner import run_scenario
+    from simlab.scenario import scenario_from_data
+
+    try:
+        results = run_scenario(scenario_from_data(task.data, file=task.file), jobs=1, plot=False)
+        return {"arms": json.loads(dumps(results.arms)), "error": None}
+    except InputError as err:
+        return {"arms": None, "error": err.message, "input_error": True}
+    except Exception as exc:
+        return {"arms": None, "error": f"{type(exc).__name__}: {exc}", "input_error": False}
+
+
+@dataclass
+class WhatIf:
+    """A checked what-if question (everything the search needs, nothing run yet)."""
+
+    file: Path
+    data: dict
+    sla: SLA
+    field: str
+    parts: list
+    arm_labels: list[str]
+    baseline: str
+    start: Any = None
+    range: Optional[SearchRange] = None
+    at_value: Any = None
+
+    @property
+    def name(self) -> str:
+        return str(self.data.get("name", "whatif"))
+
+    def point(self, value: Any, arm_indices: Optional[list[int]] = None) -> dict:
+        data = set_path(self.data, self.parts, value)
+        if arm_indices is not None:
+            data["arms"] = [data["arms"][i] for i in arm_indices]
+        return data
+
+
+def prepare_whatif(scenario: str | Path, *, sla: str, vary: Optional[str] = None, at: Optional[str] = None,
+                   low: Optional[float] = None, high: Optional[float] = None, baseline: Optional[str] = None,
+                   find: Optional[str] = None, rtol: float = DEFAULT_RTOL) -> WhatIf:
+    """Check the question before anything runs; every problem is an :class:`InputError`."""
+    from simlab.scenario import read_yaml, scenario_from_data
+
+    path = Path(scenario)
+    condition = parse_sla(sla)
+    if (vary is None) == (at is None):
+        raise InputError("give exactly one of --vary FIELD (search) and --at FIELD=VALUE (one load)",
+                         field="--vary", value=vary or at or "", valid="--vary workload.concurrency, or "
+                         "--at workload.concurrency=64")
+    data = read_yaml(path, what="scenario file")
+    if isinstance(data, dict) and "sweep" in data:
+        raise InputError("holds sweep:; a what-if varies one field of a plain scenario", file=path,
+                         field="sweep", valid="remove sweep: (or run the grid with `simlab sweep`)")
+    loaded = scenario_from_data(data, file=path)
+    labels = [arm.label for arm in loaded.scenario.arms]
+    base = baseline or next((a.label for a in loaded.scenario.arms if a.method == "none"), labels[0])
+    if base not in labels:
+        raise InputError("is not an arm of the scenario", file=path, field="--baseline", value=base,
+                         valid=", ".join(labels))
+    resolved = loaded.scenario.model_dump(mode="json")
+    if at is not None:
+        field, equals, text = at.partition("=")
+        if not equals or not text.strip():
+            raise InputError("is not FIELD=VALUE", field="--at", value=at, valid="e.g. workload.concurrency=64")
+        import yaml
+
+        parts = check_path(data, field.strip(), file=path, field="--at")
+        value = yaml.safe_load(text)
+        _validate_point(WhatIf(path, data, condition, field.strip(), parts, labels, base), value, "--at")
+        return WhatIf(path, data, condition, field.strip(), parts, labels, base, at_value=value)
+    parts = check_path(data, vary, file=path, field="--vary")
+    start = get_path(resolved, parts)
+    if isinstance(start, bool) or not isinstance(start, (int, float)):
+        raise InputError(f"is {start!r}, not a number; a what-if searches a numeric field", file=path,
+                         field="--vary", value=vary, valid="a numeric field such as workload.concurrency, or "
+                         "vary other fields with `simlab sweep`")
+    direction = find or FIND_DEFAULTS.get(vary)
+    if direction not in ("largest", "smallest"):
+        if find is not None:
+            raise InputError("is not a direction", field="--find", value=find, valid="largest or smallest")
+        raise InputError("has no known direction: say whether the largest or the smallest value meeting the SLA "
+                         "is wanted", field="--vary", value=vary,
+                         valid=f"--find largest or --find smallest (known: {', '.join(FIND_DEFAULTS)})")
+    if not 0 < rtol < 1:
+        raise InputError("must be between 0 and 1", field="--rtol", value=rtol, valid="e.g. 0.02 (2 %)")
+    integer = isinstance(start, int)
+    lo = low if low is not None else (1 if integer else start / RANGE_FACTOR)
+    hi = high if high is not None else (max(1, start) * RANGE_FACTOR)
+    for name, bound in (("--low", lo), ("--high", hi)):
+        if integer and float(bound) != int(bound):
+            raise InputError(f"{vary} is an integer field", field=name, value=bound, valid="an integer")
+        if not math.isfinite(float(bound)):
+            raise InputError("is not a finite number", field=name, value=bound, valid="a number")
+    if not lo < hi:
+        raise InputError("the range is empty or inverted", field="--low", value=lo,
+                         valid=f"--low below --high ({hi})")
+    rng = SearchRange(int(lo) if integer else float(lo), int(hi) if integer else float(hi), integer, direction,
+                      rtol)
+    question = WhatIf(path, data, condition, vary, parts, labels, base, start=start, range=rng)
+    for name, bound in (("--low", rng.low), ("--high", rng.high)):
+        _validate_point(question, bound, name)
+    return question
+
+
+def _validate_point(question: WhatIf, value: Any, option: str) -> None:
+    from simlab.scenario import scenario_from_data
+
+    try:
+        scenario_from_data(question.point(value), file=question.file)
+    except InputError as err:
+        raise InputError(f"{err.problem} (with {question.field}={value!r} from {option})", file=err.file,
+                         field=err.field, value=err.value, valid=err.valid) from None
+
+
+@dataclass
+class Probe:
+    value: Any
+    arm: int
+    meets: bool
+    metrics: dict
+
+
+@dataclass
+class WhatIfOutcome:
+    out: Path
+    document: dict
+
+
+def run_whatif(question: WhatIf, out=None, *, executor: str = "local", workers: Optional[int] = None,
+               address: Optional[str] = None, report: bool = True, progress: Optional[StudyProgress] = None,
+               command: Optional[str] = None) -> WhatIfOutcome:
+    """Answer a prepared what-if and write its folder (default ``results/<name>-whatif/``)."""
+    out_dir = check_out_dir(Path(out) if out is not None else Path("results") / f"{question.name}-whatif",
+                            kind=WHATIF_KIND, inputs=[question.file])
+    progress = progress or StudyProgress()
+    with make_executor(executor, workers=workers, address=address) as pool:
+        progress.start(0, label="probes")
+        try:
+            probes, answers = _search(question, pool, progress) if question.range else \
+                (_at(question, pool, progress), {})
+        finally:
+            progress.close()
+    document = whatif_document(question, probes, answers, command)
+    with staged_dir(out_dir, kind=WHATIF_KIND, command=command) as staging:
+        (staging / "whatif.json").write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+        (staging / "probes.csv").write_text(csv_text(*probe_rows(question, probes)), encoding="utf-8")
+        if report:
+            from simlab.studies.report_html import write_report
+
+            write_report(staging)
+    return WhatIfOutcome(out_dir, document)
+
+
+def _run_round(question: WhatIf, pool, progress: StudyProgress, wanted: dict[int, Any]) -> list[Probe]:
+    """Simulate each wanted (arm -> value) pair, arms sharing a value in one run."""
+    groups: dict[str, tuple[Any, list[int]]] = {}
+    for arm, value in wanted.items():
+        groups.setdefault(json.dumps(value), (value, []))[1].append(arm)
+    order = list(groups.values())
+    tasks = [ProbeTask(question.point(value, arms), str(question.file.resolve())) for value, arms in order]
+    progress.add(len(tasks))
+    results: dict[int, Any] = {}
+    for index, result in pool.run(run_probe, tasks):
+        results[index] = result
+        value, arms = order[index]
+        failed = isinstance(result, TaskLost) or result["arms"] is None
+        progress.done(f"{question.field}={value!r} ({len(arms)} arm{'s' if len(arms) != 1 else ''})", failed=failed)
+    probes: list[Probe] = []
+    for index in sorted(results):  # probes.csv in a fixed order, whatever order the probes finished in
+        result = results[index]
+        value, arms = order[index]
+        if isinstance(result, TaskLost) or result["arms"] is None:
+            error = result.error if isinstance(result, TaskLost) else result["error"]
+            problem = f"the probe {question.field}={value!r} failed: {error}"
+            if isinstance(result, dict) and result.get("input_error"):
+                raise InputError(problem, file=question.file)
+            raise RuntimeError(problem)
+        metrics_by_arm = list(result["arms"].values())
+        check_metrics_known(question.sla, metrics_by_arm[0])
+        for arm, metrics in zip(arms, metrics_by_arm):
+            probes.append(Probe(value, arm, question.sla.meets(metrics), metrics))
+    return probes
+
+
+def _search(question: WhatIf, pool, progress: StudyProgress) -> tuple[list[Probe], dict[int, Answer]]:
+    searches = {arm: threshold_search(question.start, question.range) for arm in range(len(question.arm_labels))}
+    wanted = {arm: next(search) for arm, search in searches.items()}
+    probes: list[Probe] = []
+    known: dict[tuple[int, str], Probe] = {}
+    answers: dict[int, Answer] = {}
+    while wanted:
+        todo = {arm: v for arm, v in wanted.items() if (arm, json.dumps(v)) not in known}
+        for probe in _run_round(question, pool, progress, todo) if todo else []:
+            known[(probe.arm, json.dumps(probe.value))] = probe
+            probes.append(probe)
+        following: dict[int, Any] = {}
+        for arm, value in wanted.items():
+            try:
+                following[arm] = searches[arm].send(known[(arm, json.dumps(value))].meets)
+            except StopIteration as stop:
+                answers[arm] = stop.value
+        wanted = following
+    return probes, answers
+
+
+def _at(question: WhatIf, pool, progress: StudyProgress) -> list[Probe]:
+    return _run_round(question, pool, progress, {arm: question.at_value for arm in range(len(question.arm_labels))})
+
+
+def whatif_document(question: WhatIf, probes: list[Probe], answers_by_arm: dict[int, Answer],
+                    command: Optional[str]) -> dict:
+    """whatif.json: the contract's ``sla``, ``vary`` and ``arms`` (``load``, ``metrics``, ``gain_vs_baseline``)
+    plus how the search went."""
+    from simlab import __version__
+
+    doc: dict[str, Any] = {
+        "generator": f"simlab {__version__}",
+        "sla": question.sla.document(),
+        "vary": question.field,
+        "baseline": question.baseline,
+        "scenario_file": str(question.file),
+        "scenario_sha256": data_sha256(question.data),
+        "command": command,
+        "name": question.name,
+    }
+    by_arm: dict[int, list[Probe]] = {}
+    for probe in probes:
+        by_arm.setdefault(probe.arm, []).append(probe)
+    if question.range is None:
+        doc["at"] = {"field": question.field, "value": question.at_value}
+        baseline = by_arm[question.arm_labels.index(question.baseline)][0].metrics
+        doc["arms"] = {}
+        for arm, label in enumerate(question.arm_labels):
+            metrics = by_arm[arm][0].metrics
+            doc["arms"][label] = {
+                "meets": question.sla.meets(metrics), "failing": question.sla.failing(metrics),
+                "median_user_tok_s": metrics.get("median_user_tok_s"),
+                "output_throughput_per_gpu": metrics.get("output_throughput_per_gpu"),
+                "gain_vs_baseline": _gain(metrics, baseline), "metrics": metrics,
+            }
+        return doc
+    rng = question.range
+    doc.update({"find": rng.find, "range": [rng.low, rng.high], "integer": rng.integer,
+                "rtol": None if rng.integer else rng.rtol, "start": question.start})
+    answers: dict[str, dict] = {}
+    for arm, label in enumerate(question.arm_labels):
+        answer = answers_by_arm[arm]
+        mine = by_arm.get(arm, [])
+        at_answer = next((p.metrics for p in mine if answer.value is not None and p.value == answer.value), None)
+        answers[label] = {"load": answer.value, "metrics": at_answer, "at_bound": answer.at_bound,
+                          "num_probes": len(mine), "monotone": _monotone(mine, rng.find)}
+    base = answers[question.baseline]["metrics"]
+    for entry in answers.values():
+        entry["gain_vs_baseline"] = _gain(entry["metrics"], base)
+    doc["arms"] = answers
+    return doc
+
+
+def _gain(metrics: Optional[dict], baseline: Optional[dict]) -> Optional[float]:
+    """Output tokens/s per GPU over the baseline's, minus 1 (each at its own answer)."""
+    if not metrics or not baseline:
+        return None
+    mine, theirs = metrics.get("output_throughput_per_gpu"), baseline.get("output_throughput_per_gpu")
+    if mine is None or not theirs:
+        return None
+    return mine / theirs - 1.0
+
+
+def _monotone(probes: list[Probe], find: str) -> bool:
+    """Whether the probes agree with one threshold (no failing value on the side that should meet)."""
+    for a in probes:
+        for b in probes:
+            lower, upper = (a, b) if a.value < b.value else (b, a)
+            if lower.value == upper.value:
+                continue
+            if find == "largest" and upper.meets and not lower.meets:
+                return False
+            if find == "smallest" and lower.meets and not upper.meets:
+                return False
+    return True
+
+
+def probe_rows(question: WhatIf, probes: list[Probe]) -> tuple[list[str], list[list[Any]]]:
+    """probes.csv: probe order, the varied value, arm, whether it met the SLA, every scalar metric."""
+    metrics = metric_columns(p.metrics for p in probes)
+    header = ["probe", question.field, "arm", "meets", *metrics]
+    rows = [[i, p.value, question.arm_labels[p.arm], p.meets, *(p.metrics.get(k) for k in metrics)]
+            for i, p in enumerate(probes)]
+    return header, rows
