@@ -4,7 +4,7 @@
     python benchmarks/bench_studies.py crossover [--workers 2]
     python benchmarks/bench_studies.py overhead [--points 8] [--requests 600] [--repeats 3]
 
-``crossover`` runs ``simlab sweep scenarios/studies/crossover.yaml`` (13 points x 7 arms) into a temporary
+``crossover`` runs ``simlab sweep scenarios/studies/crossover.yaml`` (13 points x 8 arms) into a temporary
 folder and reports the wall time of the sweep and of its report (target: <= 3 minutes together on a 2-core
 machine).
 

@@ -93,8 +93,8 @@ def timed_runs(runs: int) -> tuple[list[float], list[float], dict]:
 
 def timing_sentence(seconds: list[float], loads: list[float]) -> str:
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    quiet = max(loads) / cores < QUIET_LOAD
-    load = f"load average {min(loads):.1f}-{max(loads):.1f} before the runs"
+    quiet = loads[0] / cores < QUIET_LOAD  # later loads include this script's own earlier runs
+    load = f"load average {loads[0]:.1f} before the first run"
     state = f"{load}: a quiet machine" if quiet else f"{load}: other jobs were running, so these times are high"
     return (f"`simlab run scenarios/quickstart.yaml` took {min(seconds):.0f}-{max(seconds):.0f} s of wall time over "
             f"{len(seconds)} runs on a {machine()} ({state}).")

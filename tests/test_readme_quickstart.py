@@ -26,6 +26,8 @@ def test_the_timing_sentence_states_runs_machine_and_load():
     script = _script()
     text = script.timing_sentence([21.4, 25.0, 33.6], [0.2, 0.4, 0.3])
     assert "took 21-34 s of wall time over 3 runs on a " in text and "-core " in text
-    assert "load average 0.2-0.4" in text
+    assert "load average 0.2 before the first run: a quiet machine" in text
+    # the load after the first run includes the script's own runs: it does not make the machine busy
+    assert "a quiet machine" in script.timing_sentence([30.0, 31.0], [0.3, 1.9])
     busy = script.timing_sentence([60.0], [100.0])
     assert "other jobs were running" in busy
