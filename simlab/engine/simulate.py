@@ -68,8 +68,8 @@ class ArmSimulation:
             counters=self.counters, outside_horizon=lambda: self.source.horizon(), finished=self._finished,
             new_pool=lambda: KVPool(kv_capacity, len(requests), block_size=block_size,
                                     cache=PrefixCache() if engine.prefix_caching else None),
-            router_reads_state=self._router.reads_state and engine.replicas > 1,
-            start_gate=self._start_gate if engine.replicas > 1 else None,
+            router_reads_state=self._router.reads_state and self._batched,
+            start_gate=self._start_gate if self._batched else None,
         )
         self.replicas = [Replica(ctx, i) for i in range(engine.replicas)]
         closed = workload.closed_loop
