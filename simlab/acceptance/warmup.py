@@ -97,7 +97,7 @@ def warmup_sample(
     head_noise = head.noise_logit_sd * rng.standard_normal((num_samples, gamma))
     uniform = rng.random((num_samples, gamma))
     c_true = expit(logit_true)
-    conf_raw = expit(logit_true + head.bias_logit + head_noise)
+    conf_raw = expit(logit_true + head.bias_at(gamma) + head_noise)
     accepted = np.logical_and.accumulate(uniform < c_true, axis=1)
     return WarmupSample(c_true=c_true, conf_raw=conf_raw, accepted=accepted, domain=domain, domains=domains)
 

@@ -6,14 +6,16 @@ The model (see docs/acceptance.md): for request r, decode step t and draft posit
 
 with delta_r ~ N(0, request_logit_sd^2), z a stationary AR(1) over steps (sd step_logit_sd, lag-1 correlation
 step_correlation) and eps ~ N(0, token_logit_sd^2). The head reports
-c_hat = sigmoid(logit c + bias_logit + noise_logit_sd * N(0, 1)).
+c_hat = sigmoid(logit c + bias_logit[k] + noise_logit_sd * N(0, 1)) (one bias for every position, or one per
+position).
 """
 
 from __future__ import annotations
 
 from typing import Annotated, Any, Literal, Optional, Union
 
-from pydantic import Field, NonNegativeFloat, PositiveInt, model_validator
+import numpy as np
+from pydantic import Field, FiniteFloat, NonNegativeFloat, PositiveInt, model_validator
 
 from simlab.config.base import StrictModel
 
@@ -25,7 +27,20 @@ class ConfidenceConfig(StrictModel):
     ``calibration``)."""
 
     noise_logit_sd: NonNegativeFloat = 0.0
-    bias_logit: float = 0.0
+    bias_logit: Union[FiniteFloat, Annotated[list[FiniteFloat], Field(min_length=1, max_length=16)]] = 0.0
+
+    def bias_at(self, num_positions: int) -> Union[float, np.ndarray]:
+        """The bias of positions 1..num_positions: the scalar itself, or the per-position list (positions past its
+        end take its last value) as an array."""
+        if not isinstance(self.bias_logit, list):
+            return self.bias_logit
+        values = np.asarray(self.bias_logit, dtype=float)
+        return np.concatenate([values, np.full(max(0, num_positions - len(values)), values[-1])])[:num_positions]
+
+    @property
+    def has_bias(self) -> bool:
+        """Whether any position's bias is non-zero."""
+        return any(self.bias_logit) if isinstance(self.bias_logit, list) else self.bias_logit != 0.0
 
 
 class HeterogeneityConfig(StrictModel):

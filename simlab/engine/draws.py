@@ -69,7 +69,7 @@ class ArmDraws:
             logit = logit + het.token_logit_sd * ndtri(crn.low_uniform(bits))
         accepted = crn.high_uniform(bits) < expit(logit)
         true_accepted = np.add.reduce(np.logical_and.accumulate(accepted, axis=-1), axis=-1)
-        head = logit + confidence.bias_logit if confidence.bias_logit else logit
+        head = logit + confidence.bias_at(self.gamma) if confidence.has_bias else logit
         if confidence.noise_logit_sd > 0.0:
             head = head + confidence.noise_logit_sd * ndtri(crn.high_uniform(noise_bits))
         if self.temperatures is not None:

@@ -37,8 +37,15 @@ def fitted_document(fitted: FittedAcceptance, log: AcceptanceLog, *, command: Op
     }
     if command:
         provenance["command"] = command
-    provenance["curves"] = ("sigmoid of the fitted base logits (with the heterogeneity below they reproduce the "
-                            "measured rates)" if fitted.latent is not None else "measured conditional rates")
+    if fitted.anchored is not None:
+        provenance["curves"] = ("sigmoid of the base logits refitted on the outcomes alone, with the joint fit's "
+                                "heterogeneity (together they reproduce the measured rates); the head's bias per "
+                                "position keeps its confidences where the joint fit put them")
+    elif fitted.latent is not None:
+        provenance["curves"] = ("sigmoid of the fitted base logits (with the heterogeneity below they reproduce the "
+                                "measured rates)")
+    else:
+        provenance["curves"] = "measured conditional rates"
     provenance["measured"] = measured
     if fitted.latent is not None:
         provenance["fit"] = _fit_section(fitted)
@@ -59,7 +66,7 @@ def _fit_section(fitted: FittedAcceptance) -> dict:
                                                "se": _round(se) if se is not None else None}
     parameters = {name: {"value": round(fit.shared[name], 5), "se": _round_one(fit.shared_se[name])}
                   for name in fit.free}
-    return {
+    section = {
         "method": "maximum likelihood: latent request and AR(1) step terms summed out on a grid (forward-backward "
                   "per request), L-BFGS-B",
         "num_rounds": fit.num_rounds, "num_requests": fit.num_clusters, "num_runs": fit.num_runs,
@@ -67,6 +74,20 @@ def _fit_section(fitted: FittedAcceptance) -> dict:
         "evaluations": fit.evaluations, "standard_errors": fit.se_method,
         "at_bound": fit.at_bound or None, "base_logit": base, "parameters": parameters,
     }
+    anchored = fitted.anchored
+    if anchored is not None:
+        refitted: dict = {}
+        for (method, domain), values in sorted(anchored.logits.items()):
+            se = anchored.logit_se[(method, domain)]
+            refitted.setdefault(method, {})[domain] = {"value": _round(values),
+                                                       "se": _round(se) if se is not None else None}
+        section["anchored"] = {
+            "method": "base logits refitted on the outcomes alone, the shared parameters fixed at the joint fit's",
+            "num_rounds": anchored.num_rounds, "num_runs": anchored.num_runs, "converged": anchored.converged,
+            "standard_errors": anchored.se_method, "base_logit": refitted,
+            "bias_logit": [round(b, 5) for b in anchored.bias_logit],
+        }
+    return section
 
 
 def _round(values) -> list:

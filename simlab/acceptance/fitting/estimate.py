@@ -90,7 +90,8 @@ def fit_latent(
     def objective(x: np.ndarray) -> tuple[float, np.ndarray]:
         theta = theta0.copy()
         theta[free] = x
-        ev = lik.evaluate(theta)
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # handled just below
+            ev = lik.evaluate(theta)
         count[0] += 1
         if not (np.isfinite(ev.loglik) and np.isfinite(ev.grad[free]).all()):
             # a trial point where the forward pass underflows (an extreme first step of the optimiser): a failed
@@ -108,7 +109,7 @@ def fit_latent(
     se = np.full(len(theta), np.nan)
     se_method = "none"
     if standard_errors:
-        se, se_method = _standard_errors(lik, theta, free, final, bounds, objective_count=count)
+        se, se_method = sandwich_errors(lik, theta, free, final, bounds, objective_count=count)
     names = [f"L[{i}]" for i in range(lik.num_logits)] + list(SHARED)
     at_bound = [names[i] for i, (lo, hi) in zip(free, bounds) if theta[i] <= lo + 1e-6 or theta[i] >= hi - 1e-6]
     logits, logit_se = {}, {}
@@ -146,7 +147,7 @@ def _start(lik: RoundsLikelihood, rounds: Rounds, groups, start_rates, head: boo
     return theta
 
 
-def _standard_errors(lik, theta, free, final, bounds, objective_count) -> tuple[np.ndarray, str]:
+def sandwich_errors(lik, theta, free, final, bounds, objective_count) -> tuple[np.ndarray, str]:
     """Sandwich (or, with few clusters, model-based) standard errors of the free parameters."""
     n = len(free)
     hessian = np.zeros((n, n))

@@ -5,6 +5,8 @@
 3. Where the log has per-round detail, the latent model is fitted by maximum likelihood (:mod:`.estimate`); the
    curves written are then sigmoid(base logit), which a positional curve means together with the fitted
    heterogeneity. Without per-round detail the measured rates are the curves, with no heterogeneity.
+4. Where the rounds are tied to requests and carry confidences, the base logits are anchored to the outcomes
+   (:mod:`.anchor`) and the head's bias becomes per position.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import numpy as np
 from scipy.special import expit
 
 from simlab.acceptance.build import DRAFT_METHODS
+from simlab.acceptance.fitting.anchor import MIN_RUNS, AnchoredCurves, anchor_curves
 from simlab.acceptance.fitting.estimate import LatentFit, fit_latent
 from simlab.acceptance.logs.records import MAX_POSITIONS, AcceptanceLog, PositionCounts, Rounds
 from simlab.errors import InputError
@@ -35,6 +38,7 @@ class FittedAcceptance:
     heterogeneity: Optional[dict[str, float]] = None
     confidence: Optional[dict[str, float]] = None
     latent: Optional[LatentFit] = None
+    anchored: Optional[AnchoredCurves] = None
     assumed: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
@@ -96,7 +100,7 @@ def fit_log(log: AcceptanceLog, *, heterogeneity: bool = True, max_requests: Opt
             counts[key] = PositionCounts(value.reached[:MAX_POSITIONS], value.accepted[:MAX_POSITIONS], value.kind)
     notes = list(log.notes)
     rounds = log.rounds
-    latent = None
+    latent = anchored = None
     usable = rounds is not None and (rounds.has_sequences or rounds.has_confidence)
     if heterogeneity and usable and _too_small(rounds):
         notes.append(f"too little per-round detail for the latent model ({len(rounds)} rounds, "
@@ -109,18 +113,25 @@ def fit_log(log: AcceptanceLog, *, heterogeneity: bool = True, max_requests: Opt
         rounds = rounds.select(np.array([(m, d) in groups for m, d in zip(rounds.method, rounds.domain)]))
         rounds = _cap_positions(rounds, groups)
         latent = fit_latent(rounds, groups, {k: v.rates for k, v in counts.items()}, progress=progress)
+        if rounds.has_sequences and "bias_logit" in latent.free:
+            anchored = anchor_curves(rounds, groups, latent)
+            if anchored is None:
+                notes.append(f"fewer than {MIN_RUNS} request runs verified every drafted position: the curves are "
+                             "the joint fit's, not anchored to the outcomes")
     elif heterogeneity and rounds is not None and not (rounds.has_sequences or rounds.has_confidence):
         notes.append("rounds are not tied to requests and carry no confidences: heterogeneity cannot be told from "
                      "the positional curve, so none is fitted")
     elif heterogeneity:
         notes.append(f"the {log.format} format has per-position counts only: measured rates, no heterogeneity")
-    return _assemble(counts, latent, rounds, notes)
+    return _assemble(counts, latent, anchored, rounds, notes)
 
 
-def _assemble(counts, latent: Optional[LatentFit], rounds: Optional[Rounds], notes: list[str]) -> FittedAcceptance:
+def _assemble(counts, latent: Optional[LatentFit], anchored: Optional[AnchoredCurves], rounds: Optional[Rounds],
+              notes: list[str]) -> FittedAcceptance:
     curves: dict[str, dict[str, list[float]]] = {}
+    logits = anchored.logits if anchored is not None else latent.logits if latent is not None else None
     for (method, domain), value in sorted(counts.items()):
-        values = expit(latent.logits[(method, domain)]) if latent is not None else value.rates
+        values = expit(logits[(method, domain)]) if logits is not None else value.rates
         curves.setdefault(method, {})[domain] = [round(float(x), 6) for x in np.nan_to_num(values, nan=0.0)]
     if latent is None:
         return FittedAcceptance(curves, counts, notes=notes)
@@ -138,11 +149,12 @@ def _assemble(counts, latent: Optional[LatentFit], rounds: Optional[Rounds], not
     het["token_logit_sd"] = round(shared["token_logit_sd"], 4)
     confidence = None
     if "bias_logit" in latent.free:
-        confidence = {"noise_logit_sd": round(shared["noise_logit_sd"], 4), "bias_logit": round(shared["bias_logit"], 4)}
+        bias = [round(b, 4) for b in anchored.bias_logit] if anchored is not None else round(shared["bias_logit"], 4)
+        confidence = {"noise_logit_sd": round(shared["noise_logit_sd"], 4), "bias_logit": bias}
     else:
         assumed["token_logit_sd"] = ("0: without confidences chained outcomes cannot tell token noise from a "
                                      "steeper curve")
-    return FittedAcceptance(curves, counts, het, confidence, latent, assumed, notes)
+    return FittedAcceptance(curves, counts, het, confidence, latent, anchored, assumed, notes)
 
 
 def _too_small(rounds: Rounds) -> bool:
