@@ -202,3 +202,45 @@ def test_path_lengths_equal_a_stable_sort_of_the_candidates(steps, num_requests,
         expected[s] = np.bincount(chosen // gamma, minlength=num_requests)
     assert np.array_equal(path.lengths(num_admitted), expected)
     assert np.array_equal(path.values, np.take_along_axis(flat, order, axis=-1))
+
+
+def algorithm1_plain(conf, max_len, verify_s, token_budget):
+    """DSpark Algorithm 1 for one step, written plainly: walk the candidates in descending survival (ties in
+    (request, position) order) while Theta strictly rises and the token budget allows."""
+    num_requests, gamma = conf.shape
+    a = np.cumprod(conf, axis=1)
+    path = sorted(((-a[r, j], r, j) for r in range(num_requests) for j in range(int(max_len[r]))))
+    limit = len(path) if token_budget is None else min(len(path), token_budget)
+    lengths = np.zeros(num_requests, dtype=np.int64)
+    tau = float(num_requests)
+    theta = tau / float(np.asarray(verify_s(np.array([[num_requests]]))).ravel()[0])
+    for k, (value, r, _) in enumerate(path[:limit]):
+        after = (tau - value) / float(np.asarray(verify_s(np.array([[num_requests + k + 1]]))).ravel()[0])
+        if after <= theta:
+            break
+        tau, theta = tau - value, after
+        lengths[r] += 1
+    return lengths
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    steps=st.sampled_from([1, 4]),
+    num_requests=st.integers(1, 30),
+    gamma=st.integers(1, 8),
+    seed=st.integers(0, 2**31 - 1),
+    levels=st.sampled_from([4, 10, 1000]),
+    per_token_ms=st.sampled_from([0.0, 0.001, 0.05, 1.0]),
+    budget=st.sampled_from([None, 3, 40]),
+)
+def test_algorithm1_equals_a_plain_walk_on_long_paths(steps, num_requests, gamma, seed, levels, per_token_ms, budget):
+    # long paths (R x G up to 240) take the engine's short cut (the first candidates, then the whole path only when
+    # a step has not stopped within them): it must give the plain walk's lengths, ties and budgets included
+    rng = np.random.default_rng(seed)
+    conf = np.round(rng.uniform(0.05, 1.0, size=(steps, num_requests, gamma)) * levels) / levels
+    max_len = rng.integers(0, gamma + 1, size=(steps, num_requests))
+    verify_s = linear_cost(0.010, per_token_ms / 1e3)
+    got = make_scheduler("hardware_aware")(ScheduleInputs(conf=conf, max_len=max_len, verify_s=verify_s,
+                                                          token_budget=budget))
+    for s in range(steps):
+        assert got[s].tolist() == algorithm1_plain(conf[s], max_len[s], verify_s, budget).tolist()

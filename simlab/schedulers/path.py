@@ -74,13 +74,21 @@ class Path:
         return np.add.reduce(admitted, axis=-1)
 
 
-def build_path(a: np.ndarray, anchors: np.ndarray | None = None) -> Path:
+def build_path(a: np.ndarray, anchors: np.ndarray | None = None, *, head: int | None = None) -> Path:
     """Sort the candidates of each step in ``a`` [S, R, G] by survival, descending.
 
-    ``anchors`` [S] counts the requests in each step's batch (default: all R rows)."""
+    ``anchors`` [S] counts the requests in each step's batch (default: all R rows). With ``head`` only the first
+    ``head`` candidates of each path are sorted (the same values as the full path's first ``head``: ties are equal
+    numbers); ``num_valid`` still counts every valid candidate."""
     steps, num_requests, gamma = a.shape
-    values = np.sort(a.reshape(steps, num_requests * gamma), axis=-1)[:, ::-1]
-    num_valid = np.add.reduce(values > _INVALID / 2, axis=-1)
+    flat = a.reshape(steps, num_requests * gamma)
+    if head is not None and head < flat.shape[-1]:
+        top = np.partition(flat, flat.shape[-1] - head, axis=-1)[:, flat.shape[-1] - head:]
+        values = np.sort(top, axis=-1)[:, ::-1]
+        num_valid = np.add.reduce(flat > _INVALID / 2, axis=-1)
+    else:
+        values = np.sort(flat, axis=-1)[:, ::-1]
+        num_valid = np.add.reduce(values > _INVALID / 2, axis=-1)
     if anchors is None or np.logical_and.reduce(anchors == num_requests):
         anchors = num_requests
     return Path(survival=a, values=values, num_valid=num_valid, anchors=anchors)

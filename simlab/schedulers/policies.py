@@ -34,20 +34,39 @@ def hardware_aware(inp: ScheduleInputs) -> np.ndarray:
     Start from no drafted position (B = R, tau = R, Theta = R * SPS(R)) and admit candidates in descending
     survival order while Theta = tau * SPS(B) strictly rises; stop at the first candidate that does not raise it.
     """
-    steps, num_requests, _ = inp.conf.shape
+    steps, num_requests, gamma = inp.conf.shape
     if num_requests == 0:
         return np.zeros((steps, 0), dtype=np.int64)
-    path = build_path(survival(inp.conf, inp.max_len), inp.num_requests)
+    a = survival(inp.conf, inp.max_len)
+    # Algorithm 1 stops at the first candidate that does not raise Theta, usually early: walk the path's first
+    # candidates, and the whole path only when some step has not stopped within them
+    if num_requests * gamma > 2 * HARDWARE_AWARE_HEAD:
+        admitted = _admitted(inp, build_path(a, inp.num_requests, head=HARDWARE_AWARE_HEAD), partial=True)
+        if admitted is not None:
+            return admitted
+    return _admitted(inp, build_path(a, inp.num_requests), partial=False)
+
+
+HARDWARE_AWARE_HEAD = 16  # candidates walked before the whole path
+
+
+def _admitted(inp: ScheduleInputs, path, *, partial: bool) -> np.ndarray | None:
+    """Algorithm 1's verify lengths along ``path``; None when ``partial`` and some step goes past its end."""
     limit = cap(path.num_valid, inp.token_budget)
     theta = path.gained / path.seconds(inp.verify_s)  # [S, n + 1], Theta after admitting K = 0..n
     n = theta.shape[-1] - 1
-    if steps == 1:  # the same, on the one step's curve up to its limit
+    if theta.shape[0] == 1:  # the same, on the one step's curve up to its limit
         most = int(limit[0])
-        falls = theta[0, 1 : most + 1] <= theta[0, :most]
-        return path.lengths(np.array([int(falls.argmax()) if np.logical_or.reduce(falls) else most]))
+        upto = min(most, n)
+        falls = theta[0, 1 : upto + 1] <= theta[0, :upto]
+        if np.logical_or.reduce(falls):
+            return path.lengths(np.array([int(falls.argmax())]))
+        return None if partial and most > n else path.lengths(np.array([most]))
     stop = (theta[:, 1:] <= theta[:, :-1]) | (np.arange(n)[None, :] >= limit[:, None])
-    admitted = np.where(np.logical_or.reduce(stop, axis=-1), stop.argmax(axis=-1), n)
-    return path.lengths(admitted)
+    stopped = np.logical_or.reduce(stop, axis=-1)
+    if partial and not np.logical_and.reduce(stopped):
+        return None
+    return path.lengths(np.where(stopped, stop.argmax(axis=-1), n))
 
 
 def _budget_from(inp: ScheduleInputs, conf: np.ndarray, max_len: np.ndarray, *, with_draft: bool) -> np.ndarray:
