@@ -226,7 +226,7 @@ def algorithm1_plain(conf, max_len, verify_s, token_budget):
 @settings(max_examples=80, deadline=None)
 @given(
     steps=st.sampled_from([1, 4]),
-    num_requests=st.integers(1, 30),
+    num_requests=st.integers(1, 60),
     gamma=st.integers(1, 8),
     seed=st.integers(0, 2**31 - 1),
     levels=st.sampled_from([4, 10, 1000]),
@@ -234,7 +234,7 @@ def algorithm1_plain(conf, max_len, verify_s, token_budget):
     budget=st.sampled_from([None, 3, 40]),
 )
 def test_algorithm1_equals_a_plain_walk_on_long_paths(steps, num_requests, gamma, seed, levels, per_token_ms, budget):
-    # long paths (R x G up to 240) take the engine's short cut (the first candidates, then the whole path only when
+    # long paths (R x G above 256, up to 480) take the engine's short cut (the first candidates, then the whole path only when
     # a step has not stopped within them): it must give the plain walk's lengths, ties and budgets included
     rng = np.random.default_rng(seed)
     conf = np.round(rng.uniform(0.05, 1.0, size=(steps, num_requests, gamma)) * levels) / levels

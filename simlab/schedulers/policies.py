@@ -38,20 +38,22 @@ def hardware_aware(inp: ScheduleInputs) -> np.ndarray:
     if num_requests == 0:
         return np.zeros((steps, 0), dtype=np.int64)
     a = survival(inp.conf, inp.max_len)
-    # Algorithm 1 stops at the first candidate that does not raise Theta, usually early: walk the path's first
-    # candidates, and the whole path only when some step has not stopped within them
-    if num_requests * gamma > 2 * HARDWARE_AWARE_HEAD:
-        admitted = _admitted(inp, build_path(a, inp.num_requests, head=HARDWARE_AWARE_HEAD), partial=True)
+    # Algorithm 1 stops at the first candidate that does not raise Theta, usually early on a rising cost curve:
+    # on a long path walk its first candidates, and the whole path only when some step goes past them
+    if num_requests * gamma > LONG_PATH:
+        admitted = _admitted(inp, build_path(a, inp.num_requests, head=PATH_HEAD), partial=True)
         if admitted is not None:
             return admitted
     return _admitted(inp, build_path(a, inp.num_requests), partial=False)
 
 
-HARDWARE_AWARE_HEAD = 16  # candidates walked before the whole path
+LONG_PATH = 256  # candidates per step above which the head is walked first (shorter paths: sorting is cheap)
+PATH_HEAD = 16  # candidates walked before the whole path
 
 
 def _admitted(inp: ScheduleInputs, path, *, partial: bool) -> np.ndarray | None:
-    """Algorithm 1's verify lengths along ``path``; None when ``partial`` and some step goes past its end."""
+    """Algorithm 1's verify lengths along ``path``; None when ``partial`` (the path holds its head only) and some
+    step goes past its end."""
     limit = cap(path.num_valid, inp.token_budget)
     theta = path.gained / path.seconds(inp.verify_s)  # [S, n + 1], Theta after admitting K = 0..n
     n = theta.shape[-1] - 1
