@@ -60,7 +60,7 @@ class Block:
     """K planned steps of a roster; steps 0..num_exact-1 are exact."""
 
     __slots__ = ("lengths", "accepted", "emitted", "active", "context", "num_exact", "anchors", "batch_tokens",
-                 "draft_len", "num_drafting")
+                 "gamma", "plan")
 
     def __init__(self, lengths: np.ndarray, accepted: np.ndarray, emitted: np.ndarray, active: np.ndarray,
                  context: np.ndarray, num_exact: int, gamma: int, plan=None) -> None:
@@ -72,15 +72,31 @@ class Block:
         self.num_exact = num_exact
         self.anchors = np.add.reduce(active, axis=1)  # [K] requests decoding at each step
         self.batch_tokens = self.anchors + np.add.reduce(lengths, axis=1)  # [K] decode/verify tokens of each step
-        if plan is None:  # every decoding request drafts gamma positions
-            self.draft_len = np.full(len(self.anchors), gamma)  # [K] positions drafted per drafting request
-            self.num_drafting = self.anchors  # [K] requests drafting
-        else:
-            self.draft_len, self.num_drafting = plan
+        self.gamma = gamma
+        self.plan = plan  # (draft lengths [K], requests drafting [K]) of a scheduler that plans its draft, or None
+
+    @property
+    def draft_len(self) -> np.ndarray:
+        """[K] positions drafted per drafting request (gamma unless the scheduler planned the draft)."""
+        return np.full(len(self.anchors), self.gamma) if self.plan is None else self.plan[0]
+
+    @property
+    def num_drafting(self) -> np.ndarray:
+        """[K] requests drafting (every decoding request unless the scheduler planned the draft)."""
+        return self.anchors if self.plan is None else self.plan[1]
 
     def drafted_tokens(self, count: int) -> np.ndarray:
         """[count] draft positions proposed at each step (draft length x requests drafting)."""
-        return self.draft_len[:count] * self.num_drafting[:count]
+        if self.plan is None:
+            return self.gamma * self.anchors[:count]
+        return self.plan[0][:count] * self.plan[1][:count]
+
+    def draft_len_column(self, count: int) -> np.ndarray:
+        """[count] the draft length of each step, 0 where nobody drafted."""
+        if self.plan is None:
+            return self.gamma * (self.anchors[:count] > 0)
+        draft_len, num_drafting = self.plan
+        return np.where(num_drafting[:count] > 0, draft_len[:count], 0)
 
     def finish_step(self, roster: Roster) -> np.ndarray:
         """[N] the step at whose end each request emits its last token (K if not in the block)."""

@@ -68,6 +68,12 @@ def series(kv: KVPool, roster, block, count: int, finish_step: np.ndarray, finis
     finishing at step k holds its KV through k (the finish callback releases it)."""
     ids = roster.request_id
     own0 = kv.own[ids]
+    if not kv.paged:  # what a request holds does not change: the pool loses each finished one's after its step
+        released = np.bincount(np.minimum(finish_step, count - 1) + 1, weights=own0, minlength=count + 1)
+        units = kv.used - np.add.accumulate(released[:count]).astype(np.int64)
+        if finishing and count > 1:
+            units[1:] -= int(np.add.reduce(kv.own[np.array(finishing, dtype=np.int64)]))
+        return units * kv.unit_tokens
     others = kv.used - int(np.add.reduce(own0))  # units of requests outside the roster and of cached blocks
     steps = np.arange(count)[:, None]
     holding = steps <= finish_step[None, :]  # [count, N]: not finished before step k

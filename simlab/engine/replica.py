@@ -264,12 +264,14 @@ class Replica:
         lengths, accepted = block.lengths[:count], block.accepted[:count]
         ctx.positions.add(lengths, accepted)  # rows sitting a step out verify and accept 0: not counted
         anchors = block.anchors[:count]
+        accepted_tokens = np.add.reduce(accepted, axis=1)
         row = ctx.steps.append(
             count, t_s=self.clock_s if count == 1 else np.concatenate([[self.clock_s], ends[:-1]]), step_s=step_s,
             replica=self.index, num_requests=anchors, decode_requests=anchors, batch_tokens=decode_tokens,
-            verify_tokens=np.add.reduce(lengths, axis=1), accepted_tokens=np.add.reduce(accepted, axis=1),
-            emitted_tokens=np.add.reduce(block.emitted[:count], axis=1), drafted_tokens=block.drafted_tokens(count),
-            draft_len=np.where(block.num_drafting[:count] > 0, block.draft_len[:count], 0),
+            # a decoding request verifies, accepts some and emits one more; one sitting the step out does nothing
+            verify_tokens=decode_tokens - anchors, accepted_tokens=accepted_tokens,
+            emitted_tokens=accepted_tokens + anchors, drafted_tokens=block.drafted_tokens(count),
+            draft_len=block.draft_len_column(count),
             kv_tokens=self.kv.kv_tokens() if kv_tokens is None else kv_tokens,
         )
         if prefill.num_requests:  # the prefill part of the block's first step
