@@ -133,7 +133,8 @@ class Replica:
         if self.kv.paged:
             own.append(Horizon(max_steps=kv_growth.safe_steps(self.kv, self.decode, self.prefilling,
                                                                self.ctx.policy.gamma, MAX_BLOCK_STEPS)))
-        return combine([self.ctx.outside_horizon(), *own])
+        outside = self.ctx.outside_horizon()
+        return combine([outside, *own]) if own else outside
 
     def _iterate(self):
         """Plan and commit the next block; returns its end time and what to do when it ends."""
