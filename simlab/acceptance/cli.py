@@ -120,6 +120,11 @@ def _print_fit(fitted) -> None:
         if fit.at_bound:
             console.print(f"at a bound of the search (the log barely constrains them): {', '.join(fit.at_bound)}",
                           highlight=False)
+        if fitted.anchored is not None:
+            anchored = fitted.anchored
+            bias = " ".join(f"{b:+.3f}" for b in anchored.bias_logit)
+            console.print(f"curves anchored to the outcomes of {anchored.num_runs} request runs "
+                          f"({anchored.num_rounds} rounds); head bias per position: {bias}", highlight=False)
     for note in fitted.notes:
         console.print(f"note: {note}", highlight=False)
 
