@@ -22,9 +22,8 @@ from dataclasses import dataclass
 from typing import Optional
 
 import numpy as np
-from scipy.optimize import minimize
 
-from simlab.acceptance.fitting.estimate import LOGIT_BOUND, LatentFit, sandwich_errors
+from simlab.acceptance.fitting.estimate import LOGIT_BOUND, LatentFit, group_logits, maximise, sandwich_errors
 from simlab.acceptance.fitting.likelihood import SHARED, RoundsLikelihood
 from simlab.acceptance.logs.records import Rounds
 
@@ -80,25 +79,10 @@ def anchor_curves(rounds: Rounds, groups: dict[tuple[str, str], int], latent: La
                              [latent.shared[name] for name in SHARED]])
     free = np.arange(lik.num_logits)
     bounds = [(-LOGIT_BOUND, LOGIT_BOUND)] * lik.num_logits
-    scale = 1.0 / max(1, len(outcomes))
-
-    def objective(x: np.ndarray) -> tuple[float, np.ndarray]:
-        theta = theta0.copy()
-        theta[free] = x
-        ev = lik.evaluate(theta)
-        return -ev.loglik * scale, -ev.grad[free] * scale
-
-    result = minimize(objective, theta0[free], jac=True, method="L-BFGS-B", bounds=bounds,
-                      options={"maxiter": 500, "ftol": 1e-12, "gtol": 1e-7})
-    theta = theta0.copy()
-    theta[free] = result.x
+    theta, result, _ = maximise(lik, theta0, free, bounds, options={"maxiter": 500, "ftol": 1e-12, "gtol": 1e-7})
     final = lik.evaluate(theta, scores=True)
     se, se_method = sandwich_errors(lik, theta, free, final, bounds, objective_count=[0])
-    logits, logit_se = {}, {}
-    for g, key in enumerate(groups):
-        lo, hi = lik.offsets[g], lik.offsets[g + 1]
-        logits[key] = theta[lo:hi].copy()
-        logit_se[key] = None if not np.isfinite(se[lo:hi]).any() else se[lo:hi].copy()
+    logits, logit_se = group_logits(lik, groups, theta, se)
     bias = _per_position_bias(rounds, groups, latent, logits)
     return AnchoredCurves(logits, logit_se, bias, len(outcomes), len(np.unique(outcomes.sequence)), se_method,
                           bool(result.success))
@@ -110,7 +94,7 @@ def _per_position_bias(rounds: Rounds, groups, latent: LatentFit, anchored) -> l
     moved, weight = np.zeros(size), np.zeros(size)
     for key, n in groups.items():
         rows = (rounds.method == key[0]) & (rounds.domain == key[1])
-        count = np.isfinite(rounds.conf[rows, :n]).sum(axis=0) if rounds.conf is not None else np.zeros(n)
+        count = np.isfinite(rounds.conf[rows, :n]).sum(axis=0)  # anchoring follows a fit with confidences
         count = np.pad(count, (0, n - len(count))).astype(float)
         moved[:n] += count * (latent.logits[key] - anchored[key])
         weight[:n] += count

@@ -17,7 +17,7 @@ products of per-request scores, requests being clusters; a request seen under se
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
 import numpy as np
 from scipy.optimize import minimize
@@ -84,7 +84,32 @@ def fit_latent(
     theta0 = _start(lik, rounds, groups, start_rates, head)
     free = np.concatenate([np.arange(lik.num_logits), [lik.num_logits + SHARED.index(n) for n in free_shared]])
     bounds = [(-LOGIT_BOUND, LOGIT_BOUND)] * lik.num_logits + [BOUNDS[n] for n in free_shared]
-    scale = 1.0 / max(1, len(rounds))
+    theta, result, count = maximise(lik, theta0, free, bounds, progress=progress,
+                                    options={"maxiter": 1000, "ftol": 1e-12, "gtol": 1e-7, "maxcor": 20})
+    final = lik.evaluate(theta, scores=standard_errors)
+    se = np.full(len(theta), np.nan)
+    se_method = "none"
+    if standard_errors:
+        se, se_method = sandwich_errors(lik, theta, free, final, bounds, objective_count=count)
+    names = [f"L[{i}]" for i in range(lik.num_logits)] + list(SHARED)
+    at_bound = [names[i] for i, (lo, hi) in zip(free, bounds) if theta[i] <= lo + 1e-6 or theta[i] >= hi - 1e-6]
+    logits, logit_se = group_logits(lik, groups, theta, se)
+    shared = {name: float(theta[lik.num_logits + i]) for i, name in enumerate(SHARED)}
+    shared_se = {name: (float(se[lik.num_logits + i]) if name in free_shared and np.isfinite(se[lik.num_logits + i])
+                        else None) for i, name in enumerate(SHARED)}
+    return LatentFit(
+        logits=logits, logit_se=logit_se, shared=shared, shared_se=shared_se, free=free_shared,
+        loglik=final.loglik, num_rounds=len(rounds), num_runs=lik.layout.num_runs,
+        num_clusters=lik.layout.num_clusters, se_method=se_method, converged=bool(result.success),
+        message=str(result.message), evaluations=count[0], at_bound=at_bound,
+    )
+
+
+def maximise(lik: RoundsLikelihood, theta0: np.ndarray, free: np.ndarray, bounds: list, *, options: dict,
+             progress: Optional[Callable[[int, float], None]] = None) -> tuple[np.ndarray, Any, list[int]]:
+    """L-BFGS-B on the log-likelihood per round over the ``free`` entries of ``theta0`` (the rest stay fixed).
+    Returns the parameters, scipy's result and the number of evaluations (a one-item list, counted on)."""
+    scale = 1.0 / max(1, lik.num_rounds)
     count = [0]
 
     def objective(x: np.ndarray) -> tuple[float, np.ndarray]:
@@ -101,31 +126,20 @@ def fit_latent(
             progress(count[0], -ev.loglik * scale)
         return -ev.loglik * scale, -ev.grad[free] * scale
 
-    result = minimize(objective, theta0[free], jac=True, method="L-BFGS-B", bounds=bounds,
-                      options={"maxiter": 1000, "ftol": 1e-12, "gtol": 1e-7, "maxcor": 20})
+    result = minimize(objective, theta0[free], jac=True, method="L-BFGS-B", bounds=bounds, options=options)
     theta = theta0.copy()
     theta[free] = result.x
-    final = lik.evaluate(theta, scores=standard_errors)
-    se = np.full(len(theta), np.nan)
-    se_method = "none"
-    if standard_errors:
-        se, se_method = sandwich_errors(lik, theta, free, final, bounds, objective_count=count)
-    names = [f"L[{i}]" for i in range(lik.num_logits)] + list(SHARED)
-    at_bound = [names[i] for i, (lo, hi) in zip(free, bounds) if theta[i] <= lo + 1e-6 or theta[i] >= hi - 1e-6]
+    return theta, result, count
+
+
+def group_logits(lik: RoundsLikelihood, groups, theta: np.ndarray, se: np.ndarray):
+    """Each group's base logits and their standard errors (None where none is finite) from ``theta`` and ``se``."""
     logits, logit_se = {}, {}
     for g, key in enumerate(groups):
         lo, hi = lik.offsets[g], lik.offsets[g + 1]
         logits[key] = theta[lo:hi].copy()
         logit_se[key] = None if not np.isfinite(se[lo:hi]).any() else se[lo:hi].copy()
-    shared = {name: float(theta[lik.num_logits + i]) for i, name in enumerate(SHARED)}
-    shared_se = {name: (float(se[lik.num_logits + i]) if name in free_shared and np.isfinite(se[lik.num_logits + i])
-                        else None) for i, name in enumerate(SHARED)}
-    return LatentFit(
-        logits=logits, logit_se=logit_se, shared=shared, shared_se=shared_se, free=free_shared,
-        loglik=final.loglik, num_rounds=len(rounds), num_runs=lik.layout.num_runs,
-        num_clusters=lik.layout.num_clusters, se_method=se_method, converged=bool(result.success),
-        message=str(result.message), evaluations=count[0], at_bound=at_bound,
-    )
+    return logits, logit_se
 
 
 def _start(lik: RoundsLikelihood, rounds: Rounds, groups, start_rates, head: bool) -> np.ndarray:
