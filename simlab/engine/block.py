@@ -75,16 +75,6 @@ class Block:
         self.gamma = gamma
         self.plan = plan  # (draft lengths [K], requests drafting [K]) of a scheduler that plans its draft, or None
 
-    @property
-    def draft_len(self) -> np.ndarray:
-        """[K] positions drafted per drafting request (gamma unless the scheduler planned the draft)."""
-        return np.full(len(self.anchors), self.gamma) if self.plan is None else self.plan[0]
-
-    @property
-    def num_drafting(self) -> np.ndarray:
-        """[K] requests drafting (every decoding request unless the scheduler planned the draft)."""
-        return self.anchors if self.plan is None else self.plan[1]
-
     def drafted_tokens(self, count: int) -> np.ndarray:
         """[count] draft positions proposed at each step (draft length x requests drafting)."""
         if self.plan is None:

@@ -66,19 +66,25 @@ def series(kv: KVPool, roster, block, count: int, finish_step: np.ndarray, finis
     """KV tokens in use at each of the block's first ``count`` steps (after that step's growth); for paged KV
     the growth of steps 1.. is applied to the pool for the requests still running after the block. A request
     finishing at step k holds its KV through k (the finish callback releases it)."""
-    ids = roster.request_id
-    own0 = kv.own[ids]
-    if not kv.paged:  # what a request holds does not change: the pool loses each finished one's after its step
+    own0 = kv.own[roster.request_id]
+    if kv.paged:
+        units = _paged_units(kv, roster, block, count, finish_step, gamma, own0)
+    else:  # what a request holds does not change: the pool loses each finished one's after its step
         released = np.bincount(np.minimum(finish_step, count - 1) + 1, weights=own0, minlength=count + 1)
         units = kv.used - np.add.accumulate(released[:count]).astype(np.int64)
-        if finishing and count > 1:
-            units[1:] -= int(np.add.reduce(kv.own[np.array(finishing, dtype=np.int64)]))
-        return units * kv.unit_tokens
+    if finishing and count > 1:  # requests whose completing prefill emitted their last token: gone after step 0
+        units[1:] -= int(np.add.reduce(kv.own[np.array(finishing, dtype=np.int64)]))
+    return units * kv.unit_tokens
+
+
+def _paged_units(kv: KVPool, roster, block, count: int, finish_step: np.ndarray, gamma: int, own0: np.ndarray
+                 ) -> np.ndarray:
+    """Paged KV units in use at each step: each running request's blocks grow with what it emitted."""
+    ids = roster.request_id
     others = kv.used - int(np.add.reduce(own0))  # units of requests outside the roster and of cached blocks
-    steps = np.arange(count)[:, None]
-    holding = steps <= finish_step[None, :]  # [count, N]: not finished before step k
+    holding = np.arange(count)[:, None] <= finish_step[None, :]  # [count, N]: not finished before step k
     held = own0[None, :]
-    if kv.paged and count > 1:
+    if count > 1:
         emitted = block.emitted[:count]
         before = np.add.accumulate(emitted, axis=0) - emitted
         left = roster.remaining[None, :] - before
@@ -88,7 +94,4 @@ def series(kv: KVPool, roster, block, count: int, finish_step: np.ndarray, finis
         stays = finish_step >= count
         kv.own[ids[stays]] = held[count - 1, stays]
         kv.own_total += int(np.add.reduce(held[count - 1, stays] - own0[stays]))
-    units = np.add.reduce(np.where(holding, held, 0), axis=1) + others
-    if finishing and count > 1:  # requests whose completing prefill emitted their last token: gone after step 0
-        units[1:] -= int(np.add.reduce(kv.own[np.array(finishing, dtype=np.int64)]))
-    return units * kv.unit_tokens
+    return np.add.reduce(np.where(holding, held, 0), axis=1) + others

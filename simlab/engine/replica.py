@@ -155,7 +155,8 @@ class Replica:
         requests = np.maximum(anchors, 1)
         verify_s = np.where(anchors > 0, cost.verify_s(decode_tokens, context, requests), 0.0)
         if policy.scheduler is not None and policy.scheduler.plans_draft:
-            draft_s = policy.planned_draft_s(block.draft_len[:exact], block.num_drafting[:exact], anchors, context)
+            draft_len, num_drafting = block.plan
+            draft_s = policy.planned_draft_s(draft_len[:exact], num_drafting[:exact], anchors, context)
         else:
             draft_s = policy.draft_s(anchors, context)
         step_s = draft_s + verify_s
