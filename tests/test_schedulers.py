@@ -186,13 +186,19 @@ def test_survival_masks_positions_beyond_max_len():
        levels=st.integers(1, 4))
 def test_path_lengths_equal_a_stable_sort_of_the_candidates(steps, num_requests, gamma, seed, levels):
     """Admitting K along the path = the first K of a stable descending sort (ties in (request, position) order),
-    counted per request; coarse confidences make many ties."""
+    counted per request; coarse confidences (zeros included) make many ties. A path that knows the limits gives
+    the same lengths, also when every valid candidate is admitted (its short cut)."""
     rng = np.random.default_rng(seed)
-    conf = rng.integers(1, levels + 1, size=(steps, num_requests, gamma)) / levels
+    conf = rng.integers(0, levels + 1, size=(steps, num_requests, gamma)) / levels
     max_len = rng.integers(0, gamma + 1, size=(steps, num_requests))
     a = survival(conf, max_len)
     path = build_path(a)
     num_admitted = np.array([rng.integers(0, int(v) + 1) for v in path.num_valid])
+    knows_limits = build_path(a, max_len=max_len)
+    assert np.array_equal(knows_limits.lengths(num_admitted), path.lengths(num_admitted))
+    all_valid = knows_limits.lengths(path.num_valid)
+    assert all_valid.dtype == np.int64 and np.array_equal(all_valid, path.lengths(path.num_valid))
+    assert np.array_equal(all_valid, max_len)
     flat = a.reshape(steps, -1)
     order = np.argsort(-flat, axis=-1, kind="stable")
     expected = np.zeros((steps, num_requests), dtype=np.int64)

@@ -61,15 +61,18 @@ def safe_steps(kv: KVPool, decode, prefilling: list[list[int]], gamma: int, max_
     return 1 + (int(fits.argmin()) if not np.logical_and.reduce(fits) else max_steps - 1)
 
 
-def series(kv: KVPool, roster, block, count: int, finish_step: np.ndarray, finishing: list[int], gamma: int
+def series(kv: KVPool, roster, block, count: int, finish_step: np.ndarray | None, finishing: list[int], gamma: int
            ) -> np.ndarray:
     """KV tokens in use at each of the block's first ``count`` steps (after that step's growth); for paged KV
     the growth of steps 1.. is applied to the pool for the requests still running after the block. A request
-    finishing at step k holds its KV through k (the finish callback releases it)."""
-    own0 = kv.own[roster.request_id]
+    finishing at step k holds its KV through k (the finish callback releases it). ``finish_step`` may be None
+    with reserved KV when no request of the roster finishes in the block."""
     if kv.paged:
-        units = _paged_units(kv, roster, block, count, finish_step, gamma, own0)
+        units = _paged_units(kv, roster, block, count, finish_step, gamma, kv.own[roster.request_id])
+    elif finish_step is None:
+        units = np.full(count, kv.used, dtype=np.int64)
     else:  # what a request holds does not change: the pool loses each finished one's after its step
+        own0 = kv.own[roster.request_id]
         released = np.bincount(np.minimum(finish_step, count - 1) + 1, weights=own0, minlength=count + 1)
         units = kv.used - np.add.accumulate(released[:count]).astype(np.int64)
     if finishing and count > 1:  # requests whose completing prefill emitted their last token: gone after step 0

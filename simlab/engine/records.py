@@ -13,7 +13,8 @@ _FLOAT_COLUMNS = {"t_s", "step_s"}
 
 
 class StepLog:
-    """A growable columnar table of engine steps (amortised O(1) appends of whole blocks)."""
+    """A growable columnar table of engine steps (amortised O(1) appends of whole blocks). Rows beyond the size
+    are always zeros (the columns start as zeros, grow with zeros and are never truncated)."""
 
     def __init__(self, capacity: int = 4096) -> None:
         self._size = 0
@@ -35,8 +36,8 @@ class StepLog:
                 grown[: self._size] = old[: self._size]
                 self._columns[name] = grown
         start = self._size
-        for name, column in self._columns.items():
-            column[start:end] = columns.get(name, 0)
+        for name, value in columns.items():  # the rows past the size are zeros: missing columns stay 0
+            self._columns[name][start:end] = value
         self._size = end
         return start
 

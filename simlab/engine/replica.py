@@ -176,20 +176,22 @@ class Replica:
         if inserts and count > 1:  # their prompts completed at the end of step 0, before the block ends
             self._insert_prompts(inserts)
             inserts = []
+        finished = commit_block(decode, roster, block, count)
+        any_finished = np.logical_or.reduce(finished)
         kv_tokens = None
         if count > 1 or self.kv.paged:
-            finish_step = block.finish_step(roster) if finish_step is None else finish_step
+            if finish_step is None and (any_finished or self.kv.paged):
+                finish_step = block.finish_step(roster)
             kv_tokens = kv_growth.series(self.kv, roster, block, count, finish_step, prefill.finishing,
                                          policy.gamma)
         self._record(block, count, ends[:count], step_s[:count], decode_tokens[:count], prefill, kv_tokens)
-        finished = commit_block(decode, roster, block, count)
         ctx.log.steps[roster.request_id] += np.add.reduce(block.active[:count], axis=0)
         if late and prefill.joiners:  # they decode from the next iteration
             decode.extend(new_decoders(prefill.joiners))
         for request_id in prefill.first:
             ctx.log.first_token_s[request_id] = ends[0]
         done = []
-        if np.logical_or.reduce(finished):
+        if any_finished:
             if count == 1:
                 done = [(float(ends[0]), int(r)) for r in roster.request_id[finished]]
             else:

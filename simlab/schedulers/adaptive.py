@@ -170,7 +170,7 @@ def verify(inp: ScheduleInputs, *, lag_steps: int, slo_tpot_ms: Optional[float])
         return hardware_aware(inp)
     if num_requests == 0:
         return np.zeros((steps, 0), dtype=np.int64)
-    path = build_path(survival(inp.conf, inp.max_len), inp.num_requests)
+    path = build_path(survival(inp.conf, inp.max_len), inp.num_requests, max_len=inp.max_len)
     limit = cap(path.num_valid, inp.token_budget)
     seconds = path.seconds(inp.verify_s) + (draft_s[:, None] if draft_s.ndim else draft_s)
     theta = path.gained / seconds  # [S, n + 1]

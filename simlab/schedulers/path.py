@@ -26,14 +26,15 @@ class Path:
     """Candidates of each step sorted by survival. Admitting the first K of step s admits every candidate above
     ``values[s, K-1]`` and, among those equal to it, the first ones in (request, position) order."""
 
-    __slots__ = ("survival", "values", "num_valid", "anchors")
+    __slots__ = ("survival", "values", "num_valid", "anchors", "max_len")
 
     def __init__(self, survival: np.ndarray, values: np.ndarray, num_valid: np.ndarray,
-                 anchors: np.ndarray | int) -> None:
+                 anchors: np.ndarray | int, max_len: np.ndarray | None = None) -> None:
         self.survival = survival  # [S, R, G] the candidates' values (invalid ones -1)
         self.values = values  # [S, R*G] survival along the path, descending (invalid ones last, as -1)
         self.num_valid = num_valid  # [S]
         self.anchors = anchors  # requests in the batch at each step ([S], or R for every step)
+        self.max_len = max_len  # the limits ``survival`` was masked with, when known
 
     @property
     def gained(self) -> np.ndarray:
@@ -55,6 +56,8 @@ class Path:
     def lengths(self, num_admitted: np.ndarray) -> np.ndarray:
         """Per-request verify lengths [S, R] when the first ``num_admitted[s]`` candidates are admitted."""
         a = self.survival
+        if self.max_len is not None and np.logical_and.reduce(num_admitted == self.num_valid):
+            return self._all_valid()
         steps = a.shape[0]
         # the K-th value of the path; nothing is admitted where K = 0 (no candidate is above 2)
         if steps == 1:
@@ -74,12 +77,24 @@ class Path:
         return np.add.reduce(admitted, axis=-1)
 
 
-def build_path(a: np.ndarray, anchors: np.ndarray | None = None, *, head: int | None = None) -> Path:
+    def _all_valid(self) -> np.ndarray:
+        """Lengths when every valid candidate is admitted: each request's limit (what load-aware schedulers
+        choose at low load), without comparing survival values."""
+        steps, num_requests, gamma = self.survival.shape
+        lengths = np.minimum(np.maximum(self.max_len, 0), gamma)
+        if lengths.shape != (steps, num_requests):
+            lengths = np.broadcast_to(lengths, (steps, num_requests)).copy()
+        return lengths.astype(np.int64, copy=False)
+
+
+def build_path(a: np.ndarray, anchors: np.ndarray | None = None, *, head: int | None = None,
+               max_len: np.ndarray | None = None) -> Path:
     """Sort the candidates of each step in ``a`` [S, R, G] by survival, descending.
 
     ``anchors`` [S] counts the requests in each step's batch (default: all R rows). With ``head`` only the first
     ``head`` candidates of each path are sorted (the same values as the full path's first ``head``: ties are equal
-    numbers); ``num_valid`` still counts every valid candidate."""
+    numbers); ``num_valid`` still counts every valid candidate. ``max_len``, the limits ``a`` was masked with by
+    :func:`survival`, lets :meth:`Path.lengths` skip the comparison when every valid candidate is admitted."""
     steps, num_requests, gamma = a.shape
     flat = a.reshape(steps, num_requests * gamma)
     if head is not None and head < flat.shape[-1]:
@@ -91,7 +106,7 @@ def build_path(a: np.ndarray, anchors: np.ndarray | None = None, *, head: int | 
         num_valid = np.add.reduce(values > _INVALID / 2, axis=-1)
     if anchors is None or np.logical_and.reduce(anchors == num_requests):
         anchors = num_requests
-    return Path(survival=a, values=values, num_valid=num_valid, anchors=anchors)
+    return Path(survival=a, values=values, num_valid=num_valid, anchors=anchors, max_len=max_len)
 
 
 def cap(num_valid: np.ndarray, token_budget) -> np.ndarray:

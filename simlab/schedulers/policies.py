@@ -41,10 +41,11 @@ def hardware_aware(inp: ScheduleInputs) -> np.ndarray:
     # Algorithm 1 stops at the first candidate that does not raise Theta, usually early on a rising cost curve:
     # on a long path walk its first candidates, and the whole path only when some step goes past them
     if num_requests * gamma > LONG_PATH:
-        admitted = _admitted(inp, build_path(a, inp.num_requests, head=PATH_HEAD), partial=True)
+        head = build_path(a, inp.num_requests, head=PATH_HEAD, max_len=inp.max_len)
+        admitted = _admitted(inp, head, partial=True)
         if admitted is not None:
             return admitted
-    return _admitted(inp, build_path(a, inp.num_requests), partial=False)
+    return _admitted(inp, build_path(a, inp.num_requests, max_len=inp.max_len), partial=False)
 
 
 LONG_PATH = 256  # candidates per step above which the head is walked first (shorter paths: sorting is cheap)
@@ -82,7 +83,7 @@ def _budget_from(inp: ScheduleInputs, conf: np.ndarray, max_len: np.ndarray, *, 
 
 
 def _top_k(inp: ScheduleInputs, budget: np.ndarray) -> np.ndarray:
-    path = build_path(survival(inp.conf, inp.max_len), inp.num_requests)
+    path = build_path(survival(inp.conf, inp.max_len), inp.num_requests, max_len=inp.max_len)
     return path.lengths(np.minimum(budget, cap(path.num_valid, inp.token_budget)))
 
 

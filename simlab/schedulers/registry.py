@@ -11,6 +11,7 @@ Adding a scheduler: write its function (``inputs, **params -> lengths``) and add
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Annotated, Callable, Literal, Optional, Union
 
 import numpy as np
@@ -175,7 +176,7 @@ class Scheduler:
     params: dict
     entry: SchedulerEntry
 
-    @property
+    @cached_property  # read every engine iteration
     def lag_steps(self) -> int:
         return int(self.params["lag_steps"]) if self.entry.reads_lag else 0
 
@@ -186,7 +187,7 @@ class Scheduler:
     def __call__(self, inputs: ScheduleInputs) -> np.ndarray:
         return self.entry.function(inputs, **self.params)
 
-    @property
+    @cached_property
     def plans_draft(self) -> bool:
         return self.entry.plan_draft is not None
 
