@@ -47,7 +47,6 @@ class ArmSimulation:
         self.counters = EngineCounters()
         self.num_finished = 0
         self._progress = progress
-        self._events: list[tuple[float, int]] = []
         self._router = ROUTERS[engine.router]
         self._routed = 0
         # with several replicas, what happens at one time is handled in docs/engine.md section 4's order: the
@@ -88,7 +87,6 @@ class ArmSimulation:
 
     def _route(self, request_id: int, now_s: float) -> None:
         self.log.arrival_s[request_id] = now_s
-        self._events.append((now_s, 1))
         replicas = self.replicas
         index = self._router.choose(replicas, request_id, self._routed) if len(replicas) > 1 else 0
         self._routed += 1
@@ -97,7 +95,6 @@ class ArmSimulation:
 
     def _finished(self, finish_s: float, request_id: int, replica: int) -> None:
         self.log.finish_s[request_id] = finish_s
-        self._events.append((finish_s, -1))
         self.num_finished += 1
         if self._progress is not None and self.num_finished % 256 == 0:
             self._progress(self.num_finished)
@@ -134,11 +131,14 @@ class ArmSimulation:
             gate.succeed()
 
     def time_in_system_area(self) -> float:
-        """Integral over time of the number of requests in the system, from the arrival and finish events in
-        time order (a replica reports the finishes of a block when the block ends)."""
-        events = np.array(self._events, dtype=float).reshape(-1, 2)
-        order = np.lexsort((-events[:, 1], events[:, 0]))  # at equal times, arrivals first
-        times, deltas = events[order, 0], events[order, 1]
+        """Integral over time of the number of requests in the system, from the arrival and finish times the
+        request log holds (NaN for events that did not happen), in time order."""
+        arrived = self.log.arrival_s[~np.isnan(self.log.arrival_s)]
+        finished = self.log.finish_s[~np.isnan(self.log.finish_s)]
+        times = np.concatenate([arrived, finished])
+        deltas = np.concatenate([np.ones(len(arrived)), np.full(len(finished), -1.0)])
+        order = np.lexsort((-deltas, times))  # at equal times, arrivals first
+        times, deltas = times[order], deltas[order]
         in_system = np.cumsum(deltas)
         if in_system.min(initial=0) < 0:
             raise RuntimeError("a request finished before it arrived")
