@@ -178,8 +178,8 @@ class Replica:
             inserts = []
         finished = commit_block(decode, roster, block, count)
         any_finished = np.logical_or.reduce(finished)
-        kv_tokens = None
-        if count > 1 or self.kv.paged:
+        kv_tokens = None  # reserved KV that nobody releases during the block: the pool's level at every step
+        if self.kv.paged or (count > 1 and (any_finished or prefill.finishing)):
             if finish_step is None and (any_finished or self.kv.paged):
                 finish_step = block.finish_step(roster)
             kv_tokens = kv_growth.series(self.kv, roster, block, count, finish_step, prefill.finishing,

@@ -25,12 +25,16 @@ class OpenLoop:
         self._arrival_s = arrival_s
         self._arrive = arrive
         self._next_id = 0
+        self._horizon = (-1, Horizon())  # (next id, its horizon): asked once per block, changes once per arrival
         env.process(self._run())
 
     def horizon(self) -> Horizon:
         """Nothing arrives before the next scheduled arrival."""
         next_id = self._next_id
-        return Horizon(until_s=float(self._arrival_s[next_id]) if next_id < len(self._arrival_s) else math.inf)
+        if self._horizon[0] != next_id:
+            until_s = float(self._arrival_s[next_id]) if next_id < len(self._arrival_s) else math.inf
+            self._horizon = (next_id, Horizon(until_s=until_s))
+        return self._horizon[1]
 
     def on_finish(self, now_s: float) -> None:
         """A finish sends nothing in an open loop."""

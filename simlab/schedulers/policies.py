@@ -8,12 +8,14 @@ from __future__ import annotations
 import numpy as np
 
 from simlab.schedulers.inputs import ScheduleInputs
-from simlab.schedulers.path import argmax_budget, build_path, cap, clip_to_budget, survival
+from simlab.schedulers.path import argmax_budget, build_path, cap, clip_to_budget, over_budget, survival
 
 
 def fixed(inp: ScheduleInputs) -> np.ndarray:
     """Verify every drafted position (up to the request's limit)."""
     lengths = inp.max_len.astype(np.int64)
+    if not over_budget(lengths, inp.token_budget):  # the usual case: no survival values needed
+        return lengths
     return clip_to_budget(lengths, survival(inp.conf, inp.max_len), inp.token_budget)
 
 
