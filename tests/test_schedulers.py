@@ -240,8 +240,9 @@ def algorithm1_plain(conf, max_len, verify_s, token_budget):
     budget=st.sampled_from([None, 3, 40]),
 )
 def test_algorithm1_equals_a_plain_walk_on_long_paths(steps, num_requests, gamma, seed, levels, per_token_ms, budget):
-    # long paths (R x G above 256, up to 480) take the engine's short cut (the first candidates, then the whole path only when
-    # a step has not stopped within them): it must give the plain walk's lengths, ties and budgets included
+    # long paths (R x G above 256, up to 480) take the engine's short cut (the first candidates, then the whole
+    # path only when a step has not stopped within them): it must give the plain walk's lengths, ties and budgets
+    # included
     rng = np.random.default_rng(seed)
     conf = np.round(rng.uniform(0.05, 1.0, size=(steps, num_requests, gamma)) * levels) / levels
     max_len = rng.integers(0, gamma + 1, size=(steps, num_requests))

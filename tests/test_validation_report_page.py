@@ -37,7 +37,8 @@ def _chromium() -> str | None:
 
 WIDTH_CHECK = """<script>window.addEventListener('load', () => {
   const out = document.createElement('div'); out.id = 'width-check';
-  out.textContent = 'scroll=' + document.documentElement.scrollWidth + ' client=' + document.documentElement.clientWidth;
+  const root = document.documentElement;
+  out.textContent = 'scroll=' + root.scrollWidth + ' client=' + root.clientWidth;
   document.body.appendChild(out);
 });</script>"""
 

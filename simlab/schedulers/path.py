@@ -120,18 +120,19 @@ def argmax_budget(objective: np.ndarray, limit: np.ndarray) -> np.ndarray:
     return np.argmax(np.where(ks <= limit[:, None], objective, -np.inf), axis=-1)
 
 
-def over_budget(lengths: np.ndarray, token_budget) -> bool:
-    """Whether some step's lengths total more than its token budget (None: no budget)."""
+def over_budget(lengths: np.ndarray, token_budget) -> np.ndarray | None:
+    """Which steps' lengths total more than their token budget; None when none does (or there is no budget)."""
     if token_budget is None:
-        return False
-    return bool(np.logical_or.reduce(np.add.reduce(lengths, axis=-1) > token_budget, axis=None))
+        return None
+    over = np.add.reduce(lengths, axis=-1) > token_budget
+    return over if np.logical_or.reduce(over, axis=None) else None
 
 
 def clip_to_budget(lengths: np.ndarray, a: np.ndarray, token_budget: int | None) -> np.ndarray:
     """Trim lengths whose total exceeds the budget, keeping the highest-survival positions."""
-    if not over_budget(lengths, token_budget):
+    over = over_budget(lengths, token_budget)
+    if over is None:
         return lengths
-    over = np.add.reduce(lengths, axis=-1) > token_budget
     positions = np.arange(a.shape[-1])
     chosen = np.where(positions < lengths[..., None], a, _INVALID)
     path = build_path(chosen[over])

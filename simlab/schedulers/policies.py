@@ -14,7 +14,7 @@ from simlab.schedulers.path import argmax_budget, build_path, cap, clip_to_budge
 def fixed(inp: ScheduleInputs) -> np.ndarray:
     """Verify every drafted position (up to the request's limit)."""
     lengths = inp.max_len.astype(np.int64)
-    if not over_budget(lengths, inp.token_budget):  # the usual case: no survival values needed
+    if over_budget(lengths, inp.token_budget) is None:  # the usual case: no survival values needed
         return lengths
     return clip_to_budget(lengths, survival(inp.conf, inp.max_len), inp.token_budget)
 

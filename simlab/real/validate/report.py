@@ -41,9 +41,9 @@ def write_validation_report(folder: Path) -> Path:
     page = (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
         f"<meta name=\"generator\" content=\"simlab {__version__}\"><title>{html.escape(title)}</title>"
-        "<style>body{font-family:system-ui,sans-serif;margin:2em auto;padding:0 1em;max-width:1200px}table{border-collapse:collapse;"
-        "font-size:.85em}td,th{border:1px solid #ddd;padding:.2em .5em;text-align:right}img{max-width:100%}"
-        "pre{white-space:pre-wrap;overflow-wrap:anywhere}</style>"
+        "<style>body{font-family:system-ui,sans-serif;margin:2em auto;padding:0 1em;max-width:1200px}"
+        "table{border-collapse:collapse;font-size:.85em}td,th{border:1px solid #ddd;padding:.2em .5em;"
+        "text-align:right}img{max-width:100%}pre{white-space:pre-wrap;overflow-wrap:anywhere}</style>"
         f"</head><body><h1>{html.escape(title)}</h1>"
         "<p>error = (simulated − real) / real; noise = its standard error from the runs' sample sizes; bound = the "
         "larger of the 5 % target and 4 noise (docs/validation.md).</p>"
