@@ -21,7 +21,7 @@ import numpy as np
 from simlab.acceptance import build_acceptance
 from simlab.acceptance.fitting.estimate import fit_latent
 from simlab.acceptance.fitting.likelihood import RoundsLikelihood
-from simlab.acceptance.logs.records import Rounds
+from simlab.acceptance.logs.parsed import Rounds
 from simlab.acceptance.synthetic import simulate_rounds
 from simlab.config.acceptance import PositionalAcceptance
 

@@ -32,8 +32,8 @@ PRESET = {"kind": "preset", "name": "qwen3-8b"}
 
 
 def _simulate(data: dict, jobs: int = 1) -> list:
+    from simlab.config.loading import load_scenario
     from simlab.runner import build, simulate_all
-    from simlab.scenario import load_scenario
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "bench.yaml"

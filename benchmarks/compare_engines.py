@@ -37,8 +37,8 @@ TRACE = ROOT / "traces" / "AzureLLMInferenceTrace_conv.csv"
 def _child(arm: str, max_requests: int, hardware: str, skip: bool) -> None:
     """One measurement, in the checkout on PYTHONPATH: prints the arm's CPU seconds and step count."""
     import simlab
+    from simlab.config.loading import load_scenario
     from simlab.runner import build, simulate_all
-    from simlab.scenario import load_scenario
 
     checkout = Path(os.environ["PYTHONPATH"]).resolve()
     if checkout not in Path(simlab.__file__).resolve().parents:

@@ -32,8 +32,7 @@ def refit(folder: Path = FOLDER, fitted: Path = FITTED, *, check: bool = False) 
     old = yaml.safe_load(fitted.read_text(encoding="utf-8")) if fitted.is_file() else None
     stale = old != yaml.safe_load(dump_fitted(data))
     if stale and not check:
-        from simlab.outputs import write_file_atomic
-
+        from simlab.common.outputs import write_file_atomic
         from simlab.hardware.calibration import forget_fitted
 
         write_file_atomic(fitted, dump_fitted(data))

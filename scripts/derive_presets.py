@@ -23,9 +23,9 @@ from simlab.acceptance import targets  # noqa: E402
 from simlab.acceptance.build import build_acceptance  # noqa: E402
 from simlab.acceptance.derive import GAIN_GAMMA, confidence_scores, derive  # noqa: E402
 from simlab.acceptance.expected import expected_conditional_acceptance, expected_tokens_per_round  # noqa: E402
+from simlab.acceptance.head_quality import confidence_report, threshold_sweep  # noqa: E402
 from simlab.acceptance.preset_document import DISPLAY, dump_preset, preset_document  # noqa: E402
 from simlab.acceptance.presets import PRESET_DIR  # noqa: E402
-from simlab.acceptance.report import confidence_report, threshold_sweep  # noqa: E402
 from simlab.acceptance.warmup import warmup_sample  # noqa: E402
 from simlab.config.acceptance import PresetAcceptance  # noqa: E402
 

@@ -142,7 +142,7 @@ def uncalibrated_profile():
     """The H200 Qwen3-8B roofline with ``calibration: none`` (the old constants), as the same kind of table."""
     from simlab.config.hardware import RooflineHardware, TableHardware
     from simlab.hardware.export import table_dict
-    from simlab.hardware.roofline import build_roofline
+    from simlab.hardware.roofline_build import build_roofline
     from simlab.hardware.table import TableCostModel
 
     cm = build_roofline(RooflineHardware(kind="roofline", gpu="h200", model=MODEL, calibration="none"))

@@ -33,7 +33,7 @@ QUIET_LOAD = 0.5  # load average per core below which the machine counts as quie
 
 def table_text(arms: dict[str, dict]) -> str:
     """The comparison table as plain text: `simlab run`'s columns without the wall time."""
-    from simlab.table import COLUMNS
+    from simlab.results.table import COLUMNS
 
     columns = [c for c in COLUMNS if c[1] != "sim_wall_s"]
     rows = []
@@ -130,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
     seconds, loads, arms = timed_runs(max(1, args.runs))
     head, rest = text.split(BEGIN, 1)
     tail = rest.split(END, 1)[1]
-    from simlab.outputs import write_file_atomic
+    from simlab.common.outputs import write_file_atomic
 
     write_file_atomic(README, head + block(table_text(arms), timing_sentence(seconds, loads)) + tail)
     print(f"wrote {README}: {timing_sentence(seconds, loads)}")

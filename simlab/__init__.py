@@ -11,14 +11,14 @@ The library API::
 (``summary``, ``requests``, ``steps``). The command line (``simlab --help``) is a thin shell over these.
 """
 
-__version__ = "0.1.0"
+from simlab.common.version import __version__
 
 __all__ = ["Results", "RunProgress", "__version__", "load_scenario", "run_scenario"]
 
 
 def __getattr__(name: str):  # imported on first use, so that ``import simlab`` and ``simlab --help`` stay light
     if name == "load_scenario":
-        from simlab.scenario import load_scenario
+        from simlab.config.loading import load_scenario
 
         return load_scenario
     if name in ("run_scenario", "Results", "RunProgress"):

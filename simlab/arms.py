@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+
 import numpy as np
 
+from simlab.acceptance.draws import ArmDraws
 from simlab.acceptance.spec import AcceptanceSpec
 from simlab.config.arms import Arm
-from simlab.engine import ArmDraws, ArmPolicy
+from simlab.engine import ArmPolicy
 from simlab.schedulers import from_config
 
 
@@ -36,7 +38,7 @@ def prepare_arm(arm: Arm, spec: AcceptanceSpec, cost, *, domain_names: tuple[str
     if gamma == 0:
         policy = ArmPolicy(method, 0, None, None, cost, max_batch_tokens, np.zeros(0))
         return PreparedArm(arm, policy, None)
-    from simlab.acceptance import confidence_report, warmup_sample, apply_sts
+    from simlab.acceptance import apply_sts, confidence_report, warmup_sample
 
     report = confidence_report(spec, method, weights, gamma, calibrate=arm.calibration == "sts", seed=seed)
     temperatures = np.asarray(report["temperatures"], dtype=float) if report.get("temperatures") else None

@@ -9,7 +9,8 @@ from typing import Optional
 import typer
 from rich.console import Console
 
-from simlab.errors import InputError, OutputError
+from simlab.common.errors import InputError, OutputError
+from simlab.common.outputs import command_line
 
 app = typer.Typer(
     add_completion=False,
@@ -21,7 +22,7 @@ app = typer.Typer(
 
 def _print_version(value: bool) -> None:
     if value:
-        from simlab import __version__
+        from simlab.common.version import __version__
 
         typer.echo(f"simlab {__version__}")
         raise typer.Exit()
@@ -45,18 +46,18 @@ def run(
     plot: bool = typer.Option(True, "--plot/--no-plot", help="Also write report.png into the results folder."),
 ) -> None:
     """Simulate every arm of SCENARIO, print a comparison table and write the results folder."""
-    from simlab.outputs import check_out_dir
+    from simlab.common.outputs import check_out_dir
+    from simlab.config.loading import load_scenario
     from simlab.progress import run_progress
+    from simlab.results.table import arms_table
     from simlab.runner import default_jobs, run_scenario
-    from simlab.scenario import load_scenario
-    from simlab.table import arms_table
 
     loaded = load_scenario(scenario, seed=seed)
     out_dir = out if out is not None else Path("results") / loaded.scenario.name
     check_out_dir(out_dir, kind="run", inputs=[loaded.file])
     with run_progress(quiet) as progress:
         results = run_scenario(loaded, out_dir, jobs=jobs or default_jobs(), plot=plot, progress=progress,
-                               command=_command_line())
+                               command=command_line())
     if not quiet:
         stdout = Console()
         if not stdout.is_terminal:
@@ -73,12 +74,6 @@ def print_warnings(arms: dict) -> None:
     for name, metrics in arms.items():
         for warning in metrics.get("warnings") or ():
             console.print(f"warning: {name}: {warning}", markup=False)
-
-
-def _command_line() -> str:
-    import shlex
-
-    return " ".join(["simlab", *map(shlex.quote, sys.argv[1:])])
 
 
 _MOUNTED: list[bool] = []

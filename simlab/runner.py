@@ -12,15 +12,15 @@ from typing import Callable, Optional
 import numpy as np
 import pandas as pd
 
-from simlab import __version__
 from simlab.arms import PreparedArm, domain_weights, prepare_arm
+from simlab.common.errors import InputError
+from simlab.common.version import __version__
+from simlab.config.loading import LoadedScenario
 from simlab.engine import simulate_arm
-from simlab.errors import InputError
 from simlab.hardware.gpus import gpus_per_replica
-from simlab.metrics import summarise
-from simlab.overload import overload_warnings
-from simlab.results import requests_frame, steps_frame
-from simlab.scenario import LoadedScenario
+from simlab.results.folder import requests_frame, steps_frame
+from simlab.results.metrics import summarise
+from simlab.results.overload import overload_warnings
 
 
 @dataclass
@@ -218,16 +218,16 @@ class Results:
         return pd.DataFrame.from_dict(rows, orient="index")
 
     def write(self, out, *, plot: bool = True, command: Optional[str] = None) -> "os.PathLike":
-        """Write the results folder to ``out`` atomically (see :mod:`simlab.outputs` for what it may replace)."""
+        """Write the results folder to ``out`` atomically (see :mod:`simlab.common.outputs` for what it may replace)."""
         from pathlib import Path
 
-        from simlab.outputs import check_out_dir
-        from simlab.results import write_results
+        from simlab.common.outputs import check_out_dir
+        from simlab.results.folder import write_results
 
         out_dir = check_out_dir(Path(out), kind="run")
         extra = {}
         if plot:
-            from simlab.report import render_png
+            from simlab.results.figure import render_png
 
             extra["report.png"] = render_png(self.summary, self.requests, self.steps)
         write_results(out_dir, self.summary, self.requests, self.steps, extra_files=extra, command=command)
@@ -241,7 +241,7 @@ def as_loaded(scenario, *, seed: Optional[int] = None) -> LoadedScenario:
     from pathlib import Path
 
     from simlab.config import Scenario
-    from simlab.scenario import load_scenario, scenario_from_data
+    from simlab.config.loading import load_scenario, scenario_from_data
 
     if isinstance(scenario, LoadedScenario):
         if seed is None:
@@ -260,10 +260,10 @@ def run_scenario(scenario, out=None, *, seed: Optional[int] = None, jobs: int = 
     :class:`Results`; with ``out``, also write the results folder there, as ``simlab run`` does.
 
     ``out`` is checked before anything runs: it may be a new path, an empty folder or an earlier results
-    folder, never a folder holding other files or the scenario itself (:class:`~simlab.errors.InputError`)."""
+    folder, never a folder holding other files or the scenario itself (:class:`~simlab.common.errors.InputError`)."""
     from pathlib import Path
 
-    from simlab.outputs import check_out_dir
+    from simlab.common.outputs import check_out_dir
 
     loaded = as_loaded(scenario, seed=seed)
     if out is not None:

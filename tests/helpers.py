@@ -9,8 +9,8 @@ from pathlib import Path
 
 import yaml
 
+from simlab.config.loading import load_scenario
 from simlab.runner import build, simulate_all
-from simlab.scenario import load_scenario
 
 CONTRACT_DIR = Path(__file__).parent / "contract"
 

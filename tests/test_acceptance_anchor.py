@@ -9,13 +9,13 @@ import pytest
 from scipy.special import logit
 
 from simlab.acceptance import build_acceptance
+from simlab.acceptance.draws import ArmDraws
 from simlab.acceptance.expected import measured_conditional_from_logits
 from simlab.acceptance.fitting.anchor import full_runs
 from simlab.acceptance.fitting.fit import fit_log
-from simlab.acceptance.logs.records import AcceptanceLog, Rounds
+from simlab.acceptance.logs.parsed import AcceptanceLog, Rounds
 from simlab.acceptance.synthetic import simulate_rounds
 from simlab.config.acceptance import ConfidenceConfig, HeterogeneityConfig, PositionalAcceptance
-from simlab.engine import ArmDraws
 
 CURVE = [0.8, 0.75, 0.7, 0.66, 0.62]
 HETEROGENEITY = {"request_logit_sd": 0.5, "step_logit_sd": 0.7, "step_correlation": 0.5, "token_logit_sd": 0.7}

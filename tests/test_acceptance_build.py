@@ -7,8 +7,8 @@ from pydantic import TypeAdapter
 
 from simlab.acceptance import build_acceptance, check_coverage, shipped_presets
 from simlab.acceptance.spec import ANY_DOMAIN
+from simlab.common.errors import InputError
 from simlab.config.acceptance import AcceptanceConfig
-from simlab.errors import InputError
 
 FILE = "scenario.yaml"
 

@@ -8,14 +8,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import run_cli
 from scipy.special import expit
 
-from helpers import run_cli
 from simlab.acceptance.calibration import apply_sts
-from simlab.acceptance.logs.records import AcceptanceLog, Rounds
+from simlab.acceptance.logs.parsed import AcceptanceLog, Rounds
 from simlab.acceptance.metrics import ece
 from simlab.acceptance.sts_file import calibrate_rounds
-from simlab.outputs import is_simlab_file
+from simlab.common.outputs import is_simlab_file
 
 DISTORTION = np.array([2.0, 0.6, 1.6])  # raw head = sigmoid(distortion * true logit): over-, under-, over-confident
 

@@ -8,17 +8,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
+from helpers import run_cli, write_scenario
 from scipy.special import logit
 
 import simlab
-from helpers import run_cli, write_scenario
 from simlab.acceptance import build_acceptance
 from simlab.acceptance.fitting.document import fitted_document, fitted_yaml
 from simlab.acceptance.fitting.fit import fit_log
-from simlab.acceptance.logs.records import AcceptanceLog
+from simlab.acceptance.logs.parsed import AcceptanceLog
 from simlab.acceptance.synthetic import simulate_rounds
 from simlab.config.acceptance import PositionalAcceptance
-from simlab.scenario import load_scenario
+from simlab.config.loading import load_scenario
 
 FIXTURES = Path(__file__).parent / "fixtures" / "acceptance_logs"
 

@@ -15,7 +15,7 @@ from simlab.acceptance.fitting.estimate import fit_latent
 from simlab.acceptance.fitting.fit import fit_log
 from simlab.acceptance.fitting.likelihood import SHARED, RoundsLikelihood
 from simlab.acceptance.fitting.rates import wilson_interval
-from simlab.acceptance.logs.records import AcceptanceLog, Rounds
+from simlab.acceptance.logs.parsed import AcceptanceLog, Rounds
 from simlab.acceptance.synthetic import simulate_rounds
 from simlab.config.acceptance import HeterogeneityConfig, PositionalAcceptance
 

@@ -9,11 +9,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
-
 from helpers import run_cli
+
 from simlab.acceptance.logs import read_logs
 from simlab.acceptance.logs.specdecode_bench import read_acc_len, replay_rounds
-from simlab.errors import InputError
+from simlab.common.errors import InputError
 
 FIXTURES = Path(__file__).parent / "fixtures" / "acceptance_logs"
 

@@ -15,7 +15,7 @@ import yaml
 from typer.testing import CliRunner
 
 from simlab.audit import audit_command, load_audit, main
-from simlab.errors import InputError
+from simlab.common.errors import InputError
 
 SCENARIO = Path(__file__).resolve().parents[1] / "scenarios" / "audit_appendix_a.yaml"
 BASE = yaml.safe_load(SCENARIO.read_text())

@@ -1,7 +1,7 @@
 """`simlab --help` starts fast: the command line and its mounted sub-commands import no numerical library.
 
 Each check runs in a fresh interpreter (this test process has long imported everything). A new sub-command
-must keep its heavy imports inside the command functions (see the lazy package exports in simlab/lazy.py).
+must keep its heavy imports inside the command functions (see the lazy package exports in simlab/common/lazy.py).
 Start-up time itself is measured by benchmarks/bench_cli_startup.py, not asserted here."""
 
 from __future__ import annotations

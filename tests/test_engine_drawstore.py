@@ -2,8 +2,8 @@
 
 import numpy as np
 
+from simlab.acceptance.draws import ArmDraws
 from simlab.config.acceptance import ConfidenceConfig, HeterogeneityConfig
-from simlab.engine.draws import ArmDraws
 from simlab.engine import drawstore
 from simlab.engine.drawstore import DrawStore
 

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 import yaml
 
+from simlab.common.errors import InputError
 from simlab.config.hardware import RooflineHardware
-from simlab.errors import InputError
 from simlab.hardware import RooflineCostModel
 from simlab.hardware.calfit import calibrate
 from simlab.hardware.calfit.fit import engine_params, fit_end_to_end, fit_operators, operator_params
@@ -31,7 +31,7 @@ from simlab.hardware.calibration import fitted_path
 from simlab.hardware.catalog import shipped_specs
 from simlab.hardware.device import RooflineParams
 from simlab.hardware.knee import knee, knee_array
-from simlab.hardware.roofline import build_roofline
+from simlab.hardware.roofline_build import build_roofline
 from simlab.hardware.specs import BF16_BYTES, MODELS, get_gpu
 
 REPO = Path(__file__).resolve().parent.parent

@@ -8,11 +8,11 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from simlab.errors import InputError
+from simlab.common.errors import InputError
 from simlab.config.hardware import RooflineHardware
 from simlab.hardware import load_profile, shipped_profiles
 from simlab.hardware.cli import profiles_app
-from simlab.hardware.roofline import build_roofline
+from simlab.hardware.roofline_build import build_roofline
 
 runner = CliRunner()
 

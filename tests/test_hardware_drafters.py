@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from simlab.config.hardware import RooflineHardware
-from simlab.hardware.roofline import build_roofline
+from simlab.hardware.roofline_build import build_roofline
 from simlab.hardware.specs import MODELS
 
 

@@ -19,7 +19,7 @@ from simlab.hardware.export import (
     write_sps,
     write_table,
 )
-from simlab.hardware.roofline import build_roofline
+from simlab.hardware.roofline_build import build_roofline
 from simlab.hardware.table import TableCostModel
 
 

@@ -7,12 +7,12 @@ import math
 import numpy as np
 import pytest
 import yaml
-
 from helpers import run_cli
+
 from simlab.config.hardware import RooflineHardware
 from simlab.hardware import load_profile
 from simlab.hardware.knee import knee
-from simlab.hardware.roofline import build_roofline
+from simlab.hardware.roofline_build import build_roofline
 from simlab.hardware.userfit import fit_profile, read_measurements
 
 NOISE = 0.02  # log noise on synthetic measurements

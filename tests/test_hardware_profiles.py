@@ -8,8 +8,8 @@ import pytest
 import yaml
 from pydantic import TypeAdapter
 
+from simlab.common.errors import InputError
 from simlab.config.hardware import HardwareConfig, RooflineHardware, TableHardware
-from simlab.errors import InputError
 from simlab.hardware import RooflineCostModel, TableCostModel, build_cost_model, load_profile, shipped_profiles
 from simlab.hardware.catalog import comparable, generate_profile, profile_name, shipped_specs
 from simlab.hardware.export import dump_table_yaml

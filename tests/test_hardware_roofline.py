@@ -7,10 +7,10 @@ import time
 import numpy as np
 import pytest
 
+from simlab.common.errors import InputError
 from simlab.config.hardware import RooflineHardware
-from simlab.errors import InputError
 from simlab.hardware import build_cost_model
-from simlab.hardware.roofline import build_roofline
+from simlab.hardware.roofline_build import build_roofline
 from simlab.hardware.specs import GIB, MODELS
 
 # Qwen3-8B config.json: 36 layers, hidden 4096, 32 heads, 8 KV heads, head_dim 128, MLP 12288, vocab 151936

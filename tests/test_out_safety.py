@@ -11,9 +11,9 @@ import shutil
 from pathlib import Path
 
 import pytest
-
 from helpers import run_cli, tree_digest, user_project
-from simlab import outputs
+
+from simlab.common import outputs
 
 REPO = Path(__file__).resolve().parents[1]
 TINY = {

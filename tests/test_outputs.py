@@ -1,4 +1,4 @@
-"""simlab/outputs.py: what a results folder or output file may replace, atomic swaps, and write failures as one
+"""simlab/common/outputs.py: what a results folder or output file may replace, atomic swaps, and write failures as one
 line."""
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ import stat
 from pathlib import Path
 
 import pytest
-
 from helpers import tree_digest, user_project
-from simlab import outputs
-from simlab.errors import InputError, OutputError
-from simlab.outputs import (
+
+from simlab.common import outputs
+from simlab.common.errors import InputError, OutputError
+from simlab.common.outputs import (
     check_out_dir,
     check_out_file,
     is_simlab_file,
@@ -180,10 +180,10 @@ def test_is_simlab_file_recognises_what_simlab_writes_and_nothing_else(tmp_path)
 
 
 def test_a_simlab_png_is_recognised(tmp_path):
-    from simlab.report import render_png
-    from simlab.runner import run_scenario
-
     from test_out_safety import TINY
+
+    from simlab.results.figure import render_png
+    from simlab.runner import run_scenario
 
     results = run_scenario(TINY, plot=False)
     (tmp_path / "report.png").write_bytes(render_png(results.summary, results.requests, results.steps))

@@ -1,11 +1,10 @@
 """Dotted field paths: parsed, checked against the schema along the data (defaults included), set on a copy."""
 
 import pytest
-
-from simlab.errors import InputError
-from simlab.studies.paths import check_path, format_path, get_path, parse_path, set_path
-
 from studies_scenarios import linear_scenario
+
+from simlab.common.errors import InputError
+from simlab.studies.paths import check_path, format_path, get_path, parse_path, set_path
 
 
 def test_parse_and_format_round_trip():

@@ -11,17 +11,16 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-
 from helpers import run_cli, write_scenario
-from simlab.outputs import is_simlab_file
+from studies_scenarios import linear_scenario, small_sweep_scenario
+
+from simlab.common.outputs import is_simlab_file
 from simlab.runner import run_scenario
 from simlab.studies.figures import pareto_mask
 from simlab.studies.gains import gain_table, sla_table
 from simlab.studies.sweep import run_sweep
 from simlab.studies.sweep_data import read_sweep_folder
 from simlab.studies.whatif import prepare_whatif, run_whatif
-
-from studies_scenarios import linear_scenario, small_sweep_scenario
 
 IMG = re.compile(r'<img alt="[^"]*" src="data:image/png;base64,([A-Za-z0-9+/=]+)">')
 

@@ -12,14 +12,13 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from helpers import run_cli, write_scenario
-from simlab.outputs import read_manifest
+from studies_scenarios import small_sweep_scenario
+
+from simlab.common.outputs import read_manifest
 from simlab.studies.grid import data_sha256, read_sweep
 from simlab.studies.progress import StudyProgress
 from simlab.studies.sweep import run_sweep
-
-from studies_scenarios import small_sweep_scenario
 
 REPO = Path(__file__).resolve().parents[1]
 GRID = {"grid": {"workload.concurrency": [1, 6]}, "zip": {"arms[1].gamma": [2, 4], "workload.num_requests": [24, 36]}}
@@ -45,7 +44,7 @@ def test_grid_times_zip_in_order_with_ids_from_the_resolved_scenario(tmp_path):
     respelt = small_sweep_scenario(GRID)
     respelt["workload"]["prompt_tokens"] = {"dist": "constant", "value": 64}
     assert [p.id for p in read_sweep(respelt, file=tmp_path / "s.yaml").points] == [p.id for p in sweep.points]
-    from simlab.scenario import scenario_from_data
+    from simlab.config.loading import scenario_from_data
 
     first = scenario_from_data(sweep.points[0].data, file=tmp_path / "s.yaml").scenario.model_dump(mode="json")
     assert sweep.points[0].id == data_sha256(first)[:12]

@@ -5,17 +5,16 @@ import json
 import math
 
 import pytest
+from helpers import run_cli, write_scenario
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from studies_scenarios import closed_loop_throughput, linear_scenario, tpot_ms
 
-from helpers import run_cli, write_scenario
-from simlab.errors import InputError
+from simlab.common.errors import InputError
 from simlab.runner import run_scenario
 from simlab.studies.search import SearchRange, threshold_search
 from simlab.studies.sla import parse_sla
 from simlab.studies.whatif import prepare_whatif, run_whatif
-
-from studies_scenarios import closed_loop_throughput, linear_scenario, tpot_ms
 
 LIMIT_MS = 30.25  # between TPOT at 40 and 41 users without speculation, at 54 and 55 with gamma = 3
 

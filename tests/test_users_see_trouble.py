@@ -8,10 +8,10 @@ import json
 
 import numpy as np
 import pytest
-
 from helpers import run_cli, write_scenario
-from simlab.overload import in_system, overload_warnings, queue_area_s
+
 from simlab.progress import LineProgress
+from simlab.results.overload import in_system, overload_warnings, queue_area_s
 from simlab.runner import run_scenario
 
 
@@ -165,9 +165,9 @@ def _first_column(text: str) -> list[str]:
 
 
 def test_every_listed_profile_name_works_as_hardware(tmp_path):
+    from simlab.config.loading import load_scenario
     from simlab.hardware import build_cost_model, shipped_profiles
     from simlab.hardware.cli import resolve_source
-    from simlab.scenario import load_scenario
 
     code, out, _ = run_cli("profiles", "list")
     names = _first_column(out)
@@ -186,7 +186,7 @@ def test_every_listed_profile_name_works_as_hardware(tmp_path):
 
 
 def test_every_listed_trace_name_works_as_path(tmp_path):
-    from simlab.scenario import load_scenario
+    from simlab.config.loading import load_scenario
     from simlab.workload import build_workload, shipped_traces
 
     code, out, _ = run_cli("traces", "list")

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from simlab.real.validate.report import write_validation_report
+from simlab.real.validate.report_html import write_validation_report
 
 FIXTURE = Path(__file__).parent / "fixtures" / "validation" / "validation.json"
 

@@ -6,8 +6,8 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from simlab.errors import InputError
-from simlab.resources import shipped_dir
+from simlab.common.errors import InputError
+from simlab.common.resources import shipped_dir
 from simlab.workload.cli import traces_app
 
 app = typer.Typer()

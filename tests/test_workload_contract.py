@@ -5,9 +5,9 @@ from pathlib import Path
 import numpy as np
 import yaml
 
+from simlab.common.schema_errors import validate
 from simlab.config.base import StrictModel
 from simlab.config.workload import WorkloadConfig
-from simlab.validation import validate
 from simlab.workload import build_workload
 
 CLOSED_LOOP = """

@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from simlab.common.schema_errors import validate
 from simlab.config import Scenario
 from simlab.config.base import StrictModel
 from simlab.config.workload import WorkloadConfig
-from simlab.validation import validate
 from simlab.workload import build_workload
 
 REPO = Path(__file__).resolve().parents[1]

@@ -3,10 +3,11 @@
 from pathlib import Path
 
 import pytest
+
+from simlab.common.errors import InputError
+from simlab.common.schema_errors import validate
 from simlab.config.base import StrictModel
 from simlab.config.workload import WorkloadConfig
-from simlab.errors import InputError
-from simlab.validation import validate
 from simlab.workload import build_workload
 
 SCENARIO = "scenarios/my.yaml"

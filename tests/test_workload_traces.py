@@ -13,8 +13,8 @@ import pytest
 from pydantic import TypeAdapter
 from scipy import stats
 
+from simlab.common.resources import shipped_dir
 from simlab.config.workload import WorkloadConfig
-from simlab.resources import shipped_dir
 from simlab.workload import build_workload, read_trace, shipped_traces
 
 TRACES = shipped_dir("traces")

@@ -8,7 +8,7 @@ closed-form expectations, and confidence calibration (STS). See docs/acceptance.
 - :func:`auc`, :func:`ece`, :func:`confidence_report`, :func:`threshold_sweep`: how good the head is.
 """
 
-from simlab.lazy import lazy_exports
+from simlab.common.lazy import lazy_exports
 
 _EXPORTS = {
     "DRAFT_METHODS": "simlab.acceptance.build", "build_acceptance": "simlab.acceptance.build",
@@ -19,7 +19,7 @@ _EXPORTS = {
     "iid_tokens_per_round": "simlab.acceptance.expected",
     "auc": "simlab.acceptance.metrics", "ece": "simlab.acceptance.metrics",
     "load_preset": "simlab.acceptance.presets", "shipped_presets": "simlab.acceptance.presets",
-    "confidence_report": "simlab.acceptance.report", "threshold_sweep": "simlab.acceptance.report",
+    "confidence_report": "simlab.acceptance.head_quality", "threshold_sweep": "simlab.acceptance.head_quality",
     "ANY_DOMAIN": "simlab.acceptance.spec", "AcceptanceSpec": "simlab.acceptance.spec",
     "WarmupSample": "simlab.acceptance.warmup", "warmup_sample": "simlab.acceptance.warmup",
 }

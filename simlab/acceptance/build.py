@@ -12,6 +12,7 @@ from scipy.special import logit
 
 from simlab.acceptance.presets import load_preset, shipped_presets
 from simlab.acceptance.spec import ANY_DOMAIN, AcceptanceSpec
+from simlab.common.errors import InputError
 from simlab.config.acceptance import (
     AcceptanceConfig,
     AcceptanceSetting,
@@ -22,7 +23,6 @@ from simlab.config.acceptance import (
     PresetAcceptance,
     TraceAcceptance,
 )
-from simlab.errors import InputError
 
 DRAFT_METHODS = ("mtp", "eagle3", "dflash", "dspark")
 IID_POSITIONS = 16

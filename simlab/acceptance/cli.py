@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import shlex
-import sys
 from pathlib import Path
 from typing import Callable, Optional
 
@@ -11,14 +9,12 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from simlab.common.outputs import command_line
+
 acceptance_app = typer.Typer(no_args_is_help=True, add_completion=False,
                              help="Fit acceptance models from real engines' logs.")
 
 FORMAT_HELP = "Log format: simlab, vllm-metrics, deepspec, sglang-sts, specdecode-bench or csv."
-
-
-def _command_line() -> str:
-    return " ".join(["simlab", *map(shlex.quote, sys.argv[1:])])
 
 
 def _progress_printer(console: Console, quiet: bool, what: str) -> tuple[Callable[[int, float], None], Callable]:
@@ -64,8 +60,8 @@ def fit_command(
     from simlab.acceptance.fitting.document import fitted_document, fitted_yaml
     from simlab.acceptance.fitting.fit import fit_log, parse_mapping, relabel
     from simlab.acceptance.logs import read_logs
+    from simlab.common.outputs import check_out_file, write_file_atomic
     from simlab.config.acceptance import PositionalAcceptance
-    from simlab.outputs import check_out_file, write_file_atomic
 
     check_out_file(out, inputs=logs)
     log = read_logs(logs, format, gamma=gamma, proposer=proposer, model=model, arms=arm)
@@ -76,7 +72,7 @@ def fit_command(
         fitted = fit_log(log, heterogeneity=heterogeneity, max_requests=max_requests, seed=seed, progress=progress)
     finally:
         stop()
-    command = _command_line()
+    command = command_line()
     doc = fitted_document(fitted, log, command=command)
     PositionalAcceptance.model_validate(doc)  # what is written must load as a scenario's acceptance
     write_file_atomic(out, fitted_yaml(doc, command=command))
@@ -149,8 +145,8 @@ def calibrate_command(
     on the ECE of the cumulative product; writes SGLang-readable JSON and a reliability diagram PNG."""
     from simlab.acceptance.logs import confidence_formats, read_logs
     from simlab.acceptance.sts_file import calibrate_rounds, reliability_png, sts_json
-    from simlab.errors import InputError
-    from simlab.outputs import check_out_file, write_file_atomic
+    from simlab.common.errors import InputError
+    from simlab.common.outputs import check_out_file, write_file_atomic
 
     if format not in confidence_formats():
         raise InputError("this format carries no confidences", field="--format", value=format,
@@ -161,7 +157,7 @@ def calibrate_command(
     log = read_logs(logs, format, gamma=gamma)
     name = dataset or (logs[0].stem if logs[0].is_file() else logs[0].name) or "dataset"
     result = calibrate_rounds(log, method=method, holdout=holdout, num_bins=bins, seed=seed, dataset=name)
-    command = _command_line()
+    command = command_line()
     write_file_atomic(png, reliability_png(result))
     write_file_atomic(out, sts_json(result, command=command))
     if not quiet:

@@ -22,12 +22,12 @@ import numpy as np
 from scipy.optimize import least_squares
 
 from simlab.acceptance import targets
+from simlab.acceptance.calibration import fit_sts
 from simlab.acceptance.expected import (
     measured_conditional_from_logits,
     tokens_per_round_from_logits,
 )
-from simlab.acceptance.calibration import fit_sts
-from simlab.acceptance.report import position_scores
+from simlab.acceptance.head_quality import position_scores
 from simlab.acceptance.shapes import CurveShape, solve_level
 from simlab.acceptance.spec import AcceptanceSpec
 from simlab.acceptance.warmup import warmup_sample

@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Optional, Union
 
 from simlab.acceptance.presets import shipped_presets
+from simlab.common.errors import InputError
+from simlab.common.resources import is_bare_name, resolve_path
 from simlab.config.acceptance import AcceptanceConfig, PresetAcceptance
 from simlab.config.base import StrictModel
-from simlab.errors import InputError
-from simlab.resources import is_bare_name, resolve_path
 
 FIELD = "acceptance"
 
@@ -27,7 +27,7 @@ class _AcceptanceFile(StrictModel):
 
 def resolve_acceptance(text: str, *, file: Union[str, Path, None]) -> tuple[AcceptanceConfig, Optional[Path]]:
     """The acceptance mapping ``text`` names, and the file it came from (None for a shipped preset)."""
-    from simlab.scenario import read_yaml  # the scenario loader imports this package
+    from simlab.common.yaml_file import read_yaml  # the scenario loader imports this package
 
     if is_bare_name(text):
         if text not in shipped_presets():
@@ -55,7 +55,7 @@ def resolve_acceptance(text: str, *, file: Union[str, Path, None]) -> tuple[Acce
     if data.get("kind") in ("table", "roofline"):
         raise InputError("this is a hardware description, not acceptance", file=path, field="kind",
                          value=data.get("kind"), valid="kind: positional, iid or preset")
-    from simlab.validation import validate
+    from simlab.common.schema_errors import validate
 
     try:
         parsed = validate(_AcceptanceFile, {"acceptance": data}, file=path)

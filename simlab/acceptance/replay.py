@@ -21,8 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
-from simlab import crn
-from simlab.errors import InputError
+from simlab.common import crn
+from simlab.common.errors import InputError
 
 MAX_POSITIONS = 16
 RATE_FLOOR = 1e-4  # conditional rates are kept inside (0, 1) for their logits

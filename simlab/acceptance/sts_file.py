@@ -20,9 +20,9 @@ from typing import Optional
 import numpy as np
 
 from simlab.acceptance.calibration import apply_sts, fit_sts
-from simlab.acceptance.logs.records import AcceptanceLog, Rounds
+from simlab.acceptance.logs.parsed import AcceptanceLog, Rounds
 from simlab.acceptance.metrics import auc, ece
-from simlab.errors import InputError
+from simlab.common.errors import InputError
 
 MIN_ROUNDS = 20
 
@@ -134,8 +134,8 @@ def _bins(pred: np.ndarray, outcome: np.ndarray, num_bins: int) -> list[list[flo
 def sts_json(result: CalibrationResult, *, command: Optional[str] = None) -> str:
     """The STS file: ``temperatures``, ``ece_before``, ``ece_after``, ``num_samples`` and ``dataset`` as SGLang reads
     them, plus the other scores and a ``generator`` key (simlab's own files carry one)."""
-    from simlab import __version__
-    from simlab.results import dumps
+    from simlab.common.json_text import dumps
+    from simlab.common.version import __version__
 
     doc = {
         "generator": f"simlab {__version__} calibrate",
@@ -173,7 +173,7 @@ def reliability_png(result: CalibrationResult) -> bytes:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from simlab import __version__
+    from simlab.common.version import __version__
 
     positions = len(result.temperatures)
     cols = min(4, positions)

@@ -1,4 +1,4 @@
-"""Draft rounds drawn with the engine's own acceptance draws (:class:`~simlab.engine.ArmDraws`), as a log.
+"""Draft rounds drawn with the engine's own acceptance draws (:class:`~simlab.acceptance.draws.ArmDraws`), as a log.
 
 Each request runs until it has emitted its output tokens, as in the engine: a round verifies
 ``verify_len(conf)`` of the gamma drafted positions (all of them by default; never more than the tokens the
@@ -13,7 +13,7 @@ from typing import Callable, Mapping, Optional
 
 import numpy as np
 
-from simlab.acceptance.logs.records import Rounds
+from simlab.acceptance.logs.parsed import Rounds
 from simlab.acceptance.spec import AcceptanceSpec
 from simlab.acceptance.warmup import normalised_weights
 
@@ -34,7 +34,7 @@ def simulate_rounds(
     Requests get domains in proportion to ``domain_weights`` (deterministically from ``seed``). Requests with the
     same id get the same request term for every method drawn with the same seed, as arms of one run do.
     """
-    from simlab.engine import ArmDraws
+    from simlab.acceptance.draws import ArmDraws
 
     weights = normalised_weights(domain_weights)
     names = tuple(weights)

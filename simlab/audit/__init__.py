@@ -7,7 +7,7 @@
 See docs/audit.md for the file format and the semantics enumerated.
 """
 
-from simlab.lazy import lazy_exports
+from simlab.common.lazy import lazy_exports
 
 _EXPORTS = {
     "audit_command": "simlab.audit.cli", "main": "simlab.audit.cli",
@@ -16,8 +16,8 @@ _EXPORTS = {
     "target_distribution": "simlab.audit.enumeration", "total_variation": "simlab.audit.enumeration",
     "AuditProblem": "simlab.audit.problem", "build_problem": "simlab.audit.problem",
     "load_audit": "simlab.audit.problem",
-    "audit_json": "simlab.audit.report", "audit_json_text": "simlab.audit.report",
-    "audit_table": "simlab.audit.report",
+    "audit_json": "simlab.audit.document", "audit_json_text": "simlab.audit.document",
+    "audit_table": "simlab.audit.document",
 }
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 

@@ -1,7 +1,7 @@
 """``simlab audit AUDIT.yaml [--out FILE.json]``: prove by exact enumeration which schedulers stay lossless.
 
 :func:`audit_command` is a typer command (mount it with ``app.command("audit")(audit_command)``); it lets
-:class:`~simlab.errors.InputError` propagate. :func:`main` runs it standalone (``python -m simlab.audit``)
+:class:`~simlab.common.errors.InputError` propagate. :func:`main` runs it standalone (``python -m simlab.audit``)
 and maps an InputError to exit status 2.
 """
 
@@ -13,7 +13,7 @@ from typing import Annotated, Optional, Sequence
 
 import typer
 
-from simlab.errors import InputError, OutputError
+from simlab.common.errors import InputError, OutputError
 
 # the enumeration (numpy, fractions) is imported inside the command, so that `simlab --help` stays fast
 
@@ -24,10 +24,10 @@ def audit_command(
 ):
     """Enumerate speculative decoding exactly under each scheduler of AUDIT_FILE and report the total-variation
     distance of the first N output tokens from the target chain (0 exactly means lossless)."""
+    from simlab.audit.document import audit_json_text, print_report
     from simlab.audit.enumeration import run_audit
     from simlab.audit.problem import load_audit
-    from simlab.audit.report import audit_json_text, print_report
-    from simlab.outputs import check_out_file, write_file_atomic
+    from simlab.common.outputs import check_out_file, write_file_atomic
 
     if out is not None:
         check_out_file(out, inputs=[audit_file])

@@ -12,11 +12,11 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any, Optional
 
-from simlab.audit.schema import AuditFile, MarkovTable, PROBABILITY_HINT
-from simlab.errors import InputError
-from simlab.scenario import read_yaml
+from simlab.audit.schema import PROBABILITY_HINT, AuditFile, MarkovTable
+from simlab.common.errors import InputError
+from simlab.common.schema_errors import validate
+from simlab.common.yaml_file import read_yaml
 from simlab.schedulers import Scheduler, make_scheduler
-from simlab.validation import validate
 
 SUM_TOLERANCE = Fraction(1, 10**6)
 """How far from 1 a written row may sum; within it the row is rescaled exactly to sum to 1."""

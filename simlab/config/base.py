@@ -1,5 +1,5 @@
-"""The base of every config object (defined in :mod:`simlab.strict`, re-exported here)."""
+"""The base of every config object (defined in :mod:`simlab.common.strict`, re-exported here)."""
 
-from simlab.strict import StrictModel
+from simlab.common.strict import StrictModel
 
 __all__ = ["StrictModel"]

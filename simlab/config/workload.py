@@ -20,6 +20,8 @@ from pydantic import (
 
 from simlab.config.base import StrictModel
 
+PREFIX_BLOCK_TOKENS = 512  # tokens one prefix block id names (Mooncake's hash block); the prefix cache's block
+
 TraceFormat = Literal["azure", "mooncake", "csv", "jsonl"]
 GENERIC_FORMATS = ("csv", "jsonl")
 MAX_NUM_DOMAINS = 32767  # domain indices are int16

@@ -9,7 +9,7 @@ import numpy as np
 
 from simlab.engine.decode import ArmPolicy
 from simlab.engine.horizon import Horizon
-from simlab.engine.records import PositionCounts, RequestLog, StepLog
+from simlab.engine.logs import PositionCounts, RequestLog, StepLog
 
 
 @dataclass

@@ -7,7 +7,7 @@ from typing import Optional
 
 import numpy as np
 
-from simlab.engine.draws import ArmDraws
+from simlab.acceptance.draws import ArmDraws
 from simlab.schedulers import Scheduler
 
 

@@ -5,7 +5,7 @@ single step. The store instead draws, in one call, a ragged run of steps per req
 about the steps it is expected to need, together with the next ``BATCH`` requests (requests start in about id
 order); later, the requests about to run out are extended in batches. A block gathers what it needs with one
 fancy index per array, and stops where a request would decode beyond its run. The values are the keyed draws
-of :class:`simlab.engine.draws.ArmDraws`, so they do not depend on when or with whom they were drawn.
+of :class:`simlab.acceptance.draws.ArmDraws`, so they do not depend on when or with whom they were drawn.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import expit
 
-from simlab.engine.draws import ArmDraws
+from simlab.acceptance.draws import ArmDraws
 
 SLOT_STEPS = 256  # most decode steps drawn at a time for one request
 SLACK_STEPS = 4  # drawn beyond the expected steps

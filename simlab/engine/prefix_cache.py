@@ -11,7 +11,7 @@ from collections import OrderedDict
 
 import numpy as np
 
-from simlab.workload.prefix_ids import PREFIX_BLOCK_TOKENS
+from simlab.config.workload import PREFIX_BLOCK_TOKENS
 
 
 class PrefixCache:

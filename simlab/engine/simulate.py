@@ -14,8 +14,8 @@ from simlab.engine.context import EngineCounters, ReplicaContext, RequestTable
 from simlab.engine.decode import ArmPolicy
 from simlab.engine.drawstore import DrawStore
 from simlab.engine.kv import KVPool
+from simlab.engine.logs import PositionCounts, RequestLog, StepLog
 from simlab.engine.prefix_cache import PrefixCache, cacheable_blocks
-from simlab.engine.records import PositionCounts, RequestLog, StepLog
 from simlab.engine.replica import Replica
 from simlab.engine.routing import ROUTERS
 from simlab.engine.sources import ClosedLoop, OpenLoop

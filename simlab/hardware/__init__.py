@@ -8,14 +8,14 @@
 - ``simlab profiles`` (:mod:`simlab.hardware.cli`) lists and exports profiles.
 """
 
-from simlab.lazy import lazy_exports
+from simlab.common.lazy import lazy_exports
 
 _EXPORTS = {
     "DRAFT_METHODS": "simlab.hardware.base", "CostModel": "simlab.hardware.base",
     "Buckets": "simlab.hardware.buckets", "vllm_default_capture_sizes": "simlab.hardware.buckets",
     "build_cost_model": "simlab.hardware.profiles", "load_profile": "simlab.hardware.profiles",
     "shipped_profiles": "simlab.hardware.profiles",
-    "RooflineCostModel": "simlab.hardware.roofline", "build_roofline": "simlab.hardware.roofline",
+    "RooflineCostModel": "simlab.hardware.roofline", "build_roofline": "simlab.hardware.roofline_build",
     "GPUS": "simlab.hardware.specs", "MODELS": "simlab.hardware.specs", "GpuSpec": "simlab.hardware.specs",
     "ModelConfig": "simlab.hardware.specs",
     "TableCostModel": "simlab.hardware.table",

@@ -125,7 +125,7 @@ class CalibratedRooflineCostModel(RooflineCostModel):
     # ----------------------------------------------------------------------------------------- provenance
     def describe(self) -> dict[str, Any]:
         """The plain roofline's description plus ``calibration``: which fit, on what, and its stated error."""
-        from simlab.errors import InputError
+        from simlab.common.errors import InputError
         from simlab.hardware.calibration import calibration_entry, fitted_values
 
         out = super().describe()

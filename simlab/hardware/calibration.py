@@ -16,10 +16,10 @@ from typing import Any, Optional
 
 import yaml
 
+from simlab.common.errors import InputError
+from simlab.common.resources import shipped_dir
 from simlab.config.hardware import RooflineHardware
-from simlab.errors import InputError
 from simlab.hardware.device import RooflineParams
-from simlab.resources import shipped_dir
 
 AUTO = "auto"
 NONE = "none"

@@ -10,7 +10,7 @@ from typing import Any, Optional
 
 from simlab.config.hardware import RooflineHardware
 from simlab.hardware.export import ExportSettings, table_dict
-from simlab.hardware.roofline import build_roofline
+from simlab.hardware.roofline_build import build_roofline
 
 SHIPPED_GPUS: tuple[str, ...] = ("a100-80g", "h100-sxm", "h200", "b200")
 SHIPPED_MODELS: tuple[str, ...] = ("qwen3-4b", "qwen3-8b", "qwen3-14b", "llama-3.1-8b")

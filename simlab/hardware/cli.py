@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Optional
 
 import typer
 
-from simlab.errors import InputError
+from simlab.common.errors import InputError
 from simlab.hardware.fit_cli import fit_command
 
 if TYPE_CHECKING:
@@ -111,9 +111,9 @@ def export_command(
     max_batch_tokens: int = typer.Option(8192, "--max-batch-tokens", min=1, help="Largest batch size sampled."),
 ) -> None:
     """Write a cost model as a table file (contract format, with provenance) or SGLang's SPS JSON."""
+    from simlab.common.outputs import check_out_file
     from simlab.hardware.export import ExportSettings, is_sps_file, sps_dict, table_dict, write_sps, write_table
     from simlab.hardware.profiles import is_shipped_profile
-    from simlab.outputs import check_out_file
 
     source_file = [] if source.startswith(ROOFLINE_PREFIX) or is_shipped_profile(source) else [Path(source)]
     check_out_file(out, inputs=source_file, recognise=is_sps_file if fmt is ExportFormat.sglang_sps else None)
@@ -144,14 +144,14 @@ def _context_note(cost_model: CostModel, context_tokens: int) -> str:
 
 def resolve_source(source: str, *, tensor_parallel: Optional[int] = None) -> CostModel:
     """The cost model ``source`` names (see ``simlab profiles export --help``)."""
+    from simlab.common.resources import is_bare_name
+    from simlab.common.schema_errors import validate
+    from simlab.common.yaml_file import read_yaml
     from simlab.config.base import StrictModel
     from simlab.config.hardware import HardwareConfig, RooflineHardware
     from simlab.hardware.profiles import check_is_table, is_shipped_profile
-    from simlab.hardware.roofline import build_roofline
+    from simlab.hardware.roofline_build import build_roofline
     from simlab.hardware.specs import GPUS, MODELS
-    from simlab.resources import is_bare_name
-    from simlab.scenario import read_yaml
-    from simlab.validation import validate
 
     class _ScenarioHardware(StrictModel):
         """The one part of a scenario file that export reads."""

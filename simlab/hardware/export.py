@@ -23,11 +23,11 @@ from typing import Any, Optional
 import numpy as np
 import yaml
 
-from simlab import __version__
+from simlab.common.outputs import write_file_atomic
+from simlab.common.version import __version__
 from simlab.hardware.base import CostModel
 from simlab.hardware.roofline import RooflineCostModel
 from simlab.hardware.table import TableCostModel
-from simlab.outputs import write_file_atomic
 
 SIGNIFICANT_DIGITS = 6
 SPS_KEYS = ("sample_batch_tokens", "sample_steps_per_sec", "max_batch_tokens")
@@ -172,12 +172,12 @@ def dump_table_yaml(data: dict[str, Any]) -> str:
 
 def table_text(data: dict[str, Any], *, written_by: str) -> str:
     """A table file's text: a ``# written by simlab ...`` line (so that simlab may replace the file later, see
-    :func:`simlab.outputs.is_simlab_file`), then the YAML."""
+    :func:`simlab.common.outputs.is_simlab_file`), then the YAML."""
     return f"# written by {written_by}\n" + dump_table_yaml(data)
 
 
 def write_table(path: str | Path, data: dict[str, Any], *, written_by: str = "simlab profiles export") -> Path:
-    """Write a table file atomically (check the path first with :func:`simlab.outputs.check_out_file`)."""
+    """Write a table file atomically (check the path first with :func:`simlab.common.outputs.check_out_file`)."""
     return write_file_atomic(path, table_text(data, written_by=written_by))
 
 

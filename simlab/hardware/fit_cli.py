@@ -19,9 +19,9 @@ def fit_command(
     name: Optional[str] = typer.Option(None, "--name", help="The profile's name (default: the output file's stem)."),
 ) -> None:
     """Fit your benchmark numbers with the calibrated roofline's smooth knee and write a table profile."""
+    from simlab.common.outputs import check_out_file, write_file_atomic
     from simlab.hardware.export import table_text
     from simlab.hardware.userfit import GENERATOR, fit_profile, read_measurements
-    from simlab.outputs import check_out_file, write_file_atomic
 
     check_out_file(out, inputs=[measurements])
     data = fit_profile(read_measurements(measurements), name=name or out.stem,

@@ -5,13 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Optional
 
+from simlab.common.errors import InputError
+from simlab.common.resources import is_bare_name, resolve_path, shipped_dir
+from simlab.common.schema_errors import validate
 from simlab.config.hardware import HardwareConfig, RooflineHardware, TableHardware
-from simlab.errors import InputError
 from simlab.hardware.base import CostModel
-from simlab.hardware.roofline import build_roofline
+from simlab.hardware.roofline_build import build_roofline
 from simlab.hardware.table import TableCostModel
-from simlab.resources import is_bare_name, resolve_path, shipped_dir
-from simlab.validation import validate
 
 PROFILE_SUFFIXES = (".yaml", ".yml")
 
@@ -72,7 +72,7 @@ def find_profile(text: str, *, base_dir: Path, file: str | Path | None, field: s
 
 def load_profile(path: str | Path) -> TableCostModel:
     """Read a profile file: YAML holding one ``kind: table`` object (see hw_profiles/README.md)."""
-    from simlab.scenario import read_yaml  # here, not at the top: the scenario loader may import this package
+    from simlab.common.yaml_file import read_yaml  # here, not at the top: the scenario loader may import this package
 
     path = Path(path)
     data = read_yaml(path, what="hardware profile")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from simlab.errors import InputError
+from simlab.common.errors import InputError
 
 GIB = 2**30
 BF16_BYTES = 2

@@ -31,8 +31,8 @@ from typing import Any, Optional
 import numpy as np
 import pandas as pd
 
-from simlab import __version__
-from simlab.errors import InputError
+from simlab.common.errors import InputError
+from simlab.common.version import __version__
 from simlab.hardware.calfit.lsq import error_summary, fit_log, rounded
 from simlab.hardware.knee import MAX_KNEE_WIDTH, knee_array
 

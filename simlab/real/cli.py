@@ -12,12 +12,14 @@ from typing import Optional
 
 import typer
 
+from simlab.common.outputs import command_line
+
 real_app = typer.Typer(
     name="real", no_args_is_help=True,
     help="Real mode: PyTorch target + DFlash/DSpark drafter, lossless batched speculative decoding.",
 )
 
-PAIR_KIND = "pair"  # the manifest kind of a pair folder (simlab.outputs)
+PAIR_KIND = "pair"  # the manifest kind of a pair folder (simlab.common.outputs)
 
 
 def _fail(message: str) -> None:
@@ -60,10 +62,6 @@ def _scheduler(kind: str, threshold: Optional[float], lag_steps: Optional[int]):
         _fail(f"{option} {problem['input']}: {problem['msg'].lower()}")
 
 
-def _command_line() -> str:
-    return " ".join(["simlab", *map(shlex.quote, sys.argv[1:])])
-
-
 def _load(pair_dir: Optional[Path]):
     from simlab.real.pair import load_pair
 
@@ -84,7 +82,7 @@ def train(
     threads: Optional[int] = typer.Option(None, min=1, help="torch CPU threads (default: torch's choice)."),
 ) -> None:
     """Train a small target on the stdlib's .py sources, then a DSpark drafter, and measure tau at gamma 7."""
-    from simlab.outputs import check_out_dir, staged_dir
+    from simlab.common.outputs import check_out_dir, staged_dir
 
     if preset not in ("tiny", "small"):
         _fail(f"--preset {preset!r}: only the CPU-trainable presets tiny and small can be trained here")
@@ -153,12 +151,12 @@ def evaluate(
     threads: Optional[int] = typer.Option(None, min=1),
 ) -> None:
     """Measure tau (bonus included) on held-out stdlib prompts; optionally write the run's results folder."""
-    from simlab.outputs import check_out_dir
+    from simlab.common.outputs import check_out_dir
 
     out_dir = check_out_dir(out, kind="run") if out is not None else None  # a results folder, as simlab run's
     _prepare_torch(threads)
-    from simlab.real.corpus import load_corpus
     from simlab.config import EngineConfig
+    from simlab.real.corpus import load_corpus
     from simlab.real.engine import DecodingConfig, SpeculativeEngine
     from simlab.real.evaluate import heldout_requests
 
@@ -189,7 +187,7 @@ def evaluate(
         settings = {"gamma": gamma, "temperature": temperature, "num_prompts": num_prompts, "prompt_len": prompt_len,
                     "max_new_tokens": max_new_tokens, "max_num_seqs": max_num_seqs, "scheduler": policy.kind,
                     "seed": seed, "pair": str(pair) if pair else "shipped"}
-        result.write(out_dir, scenario={"name": "real-eval", "real": settings}, command=_command_line())
+        result.write(out_dir, scenario={"name": "real-eval", "real": settings}, command=command_line())
         typer.echo(f"wrote {out}/ (summary.json, requests.csv, steps.csv.gz, rounds.csv.gz)", err=True)
 
 
@@ -200,10 +198,9 @@ def measure(
 ) -> None:
     """Repeat a pair's recorded held-out measurement and rewrite its metrics.json tau section and README."""
     _prepare_torch(threads)
+    from simlab.common.outputs import read_manifest
     from simlab.real.pair import default_pair_dir
     from simlab.real.recipe import remeasure_pair
-
-    from simlab.outputs import read_manifest
 
     folder = pair or default_pair_dir()
     if not (folder / "metrics.json").exists():

@@ -37,7 +37,7 @@ from simlab.config.scenario import EngineConfig
 from simlab.real import streams
 from simlab.real.drafter import Drafter
 from simlab.real.generate import pad_batch
-from simlab.real.records import RecordBook
+from simlab.real.record_book import RecordBook
 from simlab.real.result import EngineResult
 from simlab.real.sampling import analytic_acceptance, sample_from_probs, target_probs, verify
 from simlab.real.target import TargetModel

@@ -14,7 +14,7 @@ from typing import Callable
 import numpy as np
 import torch
 
-from simlab.outputs import write_file_atomic
+from simlab.common.outputs import write_file_atomic
 from simlab.real.config import default_drafter_config, target_preset
 from simlab.real.corpus import load_corpus
 from simlab.real.drafter import Drafter

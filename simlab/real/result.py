@@ -1,5 +1,5 @@
-"""A real run's outputs and records, its summary by the simulator's :func:`simlab.metrics.summarise`, and the
-results folder it writes through the simulator's writer (:func:`simlab.results.write_results`)."""
+"""A real run's outputs and records, its summary by the simulator's :func:`simlab.results.metrics.summarise`, and the
+results folder it writes through the simulator's writer (:func:`simlab.results.folder.write_results`)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Optional, Sequence
 import numpy as np
 import pandas as pd
 
-from simlab.records import ArmRecords, PositionTotals, RequestTimes
+from simlab.results.records import ArmRecords, PositionTotals, RequestTimes
 
 ROUNDS_FILE = "rounds.csv.gz"
 
@@ -20,7 +20,7 @@ ROUNDS_FILE = "rounds.csv.gz"
 class EngineResult:
     """Output tokens per request id; the ``requests``, ``steps`` and ``rounds`` tables of the results folder;
     ``step_times`` and ``round_details`` (row-aligned with ``steps`` and ``rounds``, see
-    :mod:`simlab.real.records`); the run's wall seconds; the arm's gamma and name; the KV tokens its accounting
+    :mod:`simlab.real.record_book`); the run's wall seconds; the arm's gamma and name; the KV tokens its accounting
     held, its seats and whether requests arrived on their own (open loop)."""
 
     outputs: dict[int, list[int]]
@@ -86,7 +86,7 @@ class EngineResult:
             return np.where(judged, conf, 0.0).sum(0) / judged.sum(0)
 
     def records(self) -> ArmRecords:
-        """The plain records :func:`simlab.metrics.summarise` reads (requests in id order)."""
+        """The plain records :func:`simlab.results.metrics.summarise` reads (requests in id order)."""
         requests = self.requests
         arrival, finish = requests["arrival_s"].to_numpy(float), requests["finish_s"].to_numpy(float)
         steps = {name: self.steps[name].to_numpy() for name in self.steps.columns if name != "arm"}
@@ -99,7 +99,7 @@ class EngineResult:
 
     def metrics(self, slo=None, *, lossless: bool = True) -> dict:
         """The contract's METRICS of this arm, from the simulator's own summary code."""
-        from simlab.metrics import summarise
+        from simlab.results.metrics import summarise
 
         requests = self.requests
         metrics = summarise(self.records(), requests["prompt_tokens"].to_numpy(np.int64),
@@ -107,7 +107,7 @@ class EngineResult:
                             kv_capacity=self.kv_capacity or None)
         metrics["realisable"] = True
         metrics["lossless"] = lossless
-        from simlab.overload import overload_warnings
+        from simlab.results.overload import overload_warnings
 
         times = self.records().log
         metrics["warnings"] = overload_warnings(times.arrival_s, times.first_token_s, times.finish_s,
@@ -123,7 +123,7 @@ class EngineResult:
 
 def rounds_csv(results: Sequence[EngineResult]) -> bytes:
     """``rounds.csv.gz`` of several arms (confidence columns up to the largest gamma; empty where none)."""
-    from simlab.records import round_columns
+    from simlab.results.records import round_columns
 
     gamma = max((r.gamma for r in results), default=0)
     columns = list(round_columns(gamma))
@@ -139,7 +139,7 @@ def summary_document(results: Sequence[EngineResult], scenario: dict, metrics: O
                      **extra) -> dict:
     """The ``summary.json`` document of a real run: the scenario (or what stands for it) and each arm's METRICS
     (computed unless given)."""
-    from simlab import __version__
+    from simlab.common.version import __version__
 
     arms = metrics if metrics is not None else {r.arm: r.metrics() for r in results}
     return {"scenario": scenario, "arms": arms, "mode": "real", **extra, "simlab_version": __version__}
@@ -150,15 +150,15 @@ def write_real_results(out_dir, results: Sequence[EngineResult], *, scenario: Op
                        **extra) -> Path:
     """A results folder, as ``simlab run`` writes it (``summary.json``, ``requests.csv``, ``steps.csv.gz``,
     ``report.png``), plus ``rounds.csv.gz``. The caller checks ``out_dir`` first
-    (:func:`simlab.outputs.check_out_dir`, kind ``run``)."""
-    from simlab.results import write_results
+    (:func:`simlab.common.outputs.check_out_dir`, kind ``run``)."""
+    from simlab.results.folder import write_results
 
     summary = summary_document(results, scenario or {"name": "real"}, metrics, **extra)
     requests = pd.concat([r.requests for r in results], ignore_index=True)
     steps = pd.concat([r.steps for r in results], ignore_index=True)
     files = {ROUNDS_FILE: rounds_csv(results)}
     if plot:
-        from simlab.report import render_png
+        from simlab.results.figure import render_png
 
         files["report.png"] = render_png(summary, requests, steps)
     return write_results(Path(out_dir), summary, requests, steps, extra_files=files, command=command)

@@ -1,6 +1,6 @@
 """Per-request random streams for real mode, keyed by (seed, stream, request id, round, position).
 
-Built on :func:`simlab.crn.keyed_uniform`, so a request's draws are the same whichever requests share its
+Built on :func:`simlab.common.crn.keyed_uniform`, so a request's draws are the same whichever requests share its
 batch and in whatever order the engine visits them (common random numbers across arms).
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from simlab.crn import keyed_uniform
+from simlab.common.crn import keyed_uniform
 
 # stream ids of real mode (distinct from the simulator's)
 DRAFT_SAMPLE = 101  # drawing drafted tokens from p_d

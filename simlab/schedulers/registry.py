@@ -17,7 +17,7 @@ from typing import Annotated, Callable, Literal, Optional, Union
 import numpy as np
 from pydantic import BaseModel, Field, NonNegativeInt, create_model
 
-from simlab.strict import StrictModel
+from simlab.common.strict import StrictModel
 from simlab.schedulers import adaptive, policies
 from simlab.schedulers.inputs import ScheduleInputs
 

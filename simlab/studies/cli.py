@@ -8,13 +8,9 @@ from typing import Optional
 import typer
 from rich.console import Console
 
+from simlab.common.outputs import command_line
+
 EXECUTOR_HELP = "Where points run: local (a process pool) or dask (a LocalCluster, or --address)."
-
-
-def _command_line() -> str:
-    from simlab.cli import _command_line as command_line
-
-    return command_line()
 
 
 def sweep_command(
@@ -28,7 +24,7 @@ def sweep_command(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress."),
 ) -> None:
     """Run every point of SCENARIO's sweep (a rerun skips finished points); write sweep.csv and report.html."""
-    from simlab.errors import InputError
+    from simlab.common.errors import InputError
     from simlab.studies.progress import default_progress
     from simlab.studies.sweep import run_sweep
 
@@ -36,7 +32,7 @@ def sweep_command(
         raise InputError("sets the size of a LocalCluster; a running scheduler has its own workers",
                          field="--workers", value=workers, valid="--workers without --address, or neither")
     outcome = run_sweep(scenario, out, executor=executor, workers=workers, address=address, plot=plot,
-                        report=report, progress=default_progress(quiet), command=_command_line())
+                        report=report, progress=default_progress(quiet), command=command_line())
     console = Console(stderr=True, highlight=False, soft_wrap=True)
     done = len(outcome.sweep.points) - outcome.num_failed
     console.print(f"{done} of {len(outcome.sweep.points)} points finished ({outcome.num_skipped} from an earlier "
@@ -74,7 +70,7 @@ def whatif_command(
     question = prepare_whatif(scenario, sla=sla, vary=vary, at=at, low=_number(low), high=_number(high),
                               baseline=baseline, find=find, rtol=rtol)
     outcome = run_whatif(question, out, executor=executor, workers=workers, address=address, report=report,
-                         progress=default_progress(quiet), command=_command_line())
+                         progress=default_progress(quiet), command=command_line())
     if not quiet:
         stdout = Console()
         if not stdout.is_terminal:
@@ -129,10 +125,10 @@ def report_command(
 ) -> None:
     """Write FOLDER/report.html, self-contained, for a run (redraws report.png too), a sweep, a what-if or a
     validation (redraws validation.png)."""
-    from simlab.real.validate.report import is_validation_folder, write_validation_report
-    from simlab.report import load_results
+    from simlab.real.validate.report_html import is_validation_folder, write_validation_report
+    from simlab.results.folder import load_results
+    from simlab.results.table import arms_table
     from simlab.studies.report_html import folder_kind, write_report
-    from simlab.table import arms_table
 
     if is_validation_folder(folder) and out is None:  # simlab validate's folder: real against simulated
         Console().print(f"report: {write_validation_report(folder)}")
@@ -151,8 +147,9 @@ def report_command(
 
 def _run_figure(folder: Path, out: Path) -> Path:
     """A run's report figure alone, at ``out`` (what ``simlab report DIR --out FILE.png`` always did)."""
-    from simlab.outputs import check_out_file, write_file_atomic
-    from simlab.report import RESULT_FILES, check_results_folder, load_results, render_png
+    from simlab.common.outputs import check_out_file, write_file_atomic
+    from simlab.results.figure import render_png
+    from simlab.results.folder import RESULT_FILES, check_results_folder, load_results
 
     check_results_folder(folder)
     check_out_file(out, inputs=[folder / name for name in RESULT_FILES])

@@ -23,10 +23,10 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Optional, Sequence
 
-from simlab.errors import InputError
+from simlab.common.errors import InputError
 
 EXECUTORS = ("local", "dask")
-WARM_MODULES = ("simlab.runner", "simlab.acceptance", "simlab.hardware", "simlab.workload", "simlab.results")
+WARM_MODULES = ("simlab.runner", "simlab.acceptance", "simlab.hardware", "simlab.workload", "simlab.results.folder")
 
 
 def warm_up() -> None:

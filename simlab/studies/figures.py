@@ -97,7 +97,7 @@ def png_bytes(fig) -> bytes:
     from PIL import Image
     from PIL.PngImagePlugin import PngInfo
 
-    from simlab import __version__
+    from simlab.common.version import __version__
 
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=90)

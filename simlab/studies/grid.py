@@ -18,10 +18,10 @@ from typing import Any, Optional
 
 from pydantic import Field, PositiveFloat
 
-from simlab.strict import StrictModel
-from simlab.errors import InputError
+from simlab.common.errors import InputError
+from simlab.common.schema_errors import validate
+from simlab.common.strict import StrictModel
 from simlab.studies.paths import check_path, set_path
-from simlab.validation import validate
 
 POINT_ID_CHARS = 12
 
@@ -81,7 +81,7 @@ def read_sweep(data: Any, *, file: str | Path) -> Sweep:
     anything runs: a malformed block, an unknown path, an empty list, zip lists of unequal length, a path
     varied twice, a point that is not a valid scenario, two points that are the same scenario, an unknown
     baseline arm or load field."""
-    from simlab.scenario import scenario_from_data
+    from simlab.config.loading import scenario_from_data
 
     path = Path(file)
     if not isinstance(data, dict) or "sweep" not in data:
@@ -145,7 +145,7 @@ def read_sweep(data: Any, *, file: str | Path) -> Sweep:
 
 def load_sweep(path: str | Path) -> Sweep:
     """Read a scenario file holding ``sweep:``."""
-    from simlab.scenario import read_yaml
+    from simlab.common.yaml_file import read_yaml
 
     return read_sweep(read_yaml(path, what="scenario file"), file=path)
 

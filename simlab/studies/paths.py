@@ -2,7 +2,7 @@
 ``arms[2].gamma``, ``acceptance.confidence.noise_logit_sd``.
 
 A path is checked against the scenario schema (:mod:`simlab.config`) along the data it walks through, so a
-typo is an :class:`~simlab.errors.InputError` naming the path and what exists where it went wrong, and a field
+typo is an :class:`~simlab.common.errors.InputError` naming the path and what exists where it went wrong, and a field
 the file leaves at its default (``engine.replicas`` in a file without ``engine:``) is still a valid path.
 """
 
@@ -15,9 +15,9 @@ from typing import Any, Optional, Union
 
 from pydantic import BaseModel
 
+from simlab.common.errors import InputError
+from simlab.common.schema_errors import pick_member
 from simlab.config import Scenario
-from simlab.errors import InputError
-from simlab.validation import pick_member
 
 Part = Union[str, int]
 _SEGMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)((?:\[\d+\])*)")

@@ -12,8 +12,8 @@ from typing import Any, Iterable, Optional
 
 import pandas as pd
 
-from simlab.errors import InputError
-from simlab.outputs import check_out_file, read_manifest, write_file_atomic
+from simlab.common.errors import InputError
+from simlab.common.outputs import check_out_file, read_manifest, write_file_atomic
 
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1200px; color: #222; padding: 0 1em; }
@@ -81,7 +81,7 @@ def write_report(folder: str | Path, out: Optional[str | Path] = None) -> Path:
 
 
 def _document(title: str, body: list[str]) -> str:
-    from simlab import __version__
+    from simlab.common.version import __version__
 
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<meta name=\"generator\" content=\"simlab {__version__}\"><title>{html.escape(title)}</title>"
@@ -90,7 +90,7 @@ def _document(title: str, body: list[str]) -> str:
 
 
 def _meta(command: Optional[str], scenario_file: Optional[str], sha256: str) -> str:
-    from simlab import __version__
+    from simlab.common.version import __version__
 
     parts = [f"made by <code>{html.escape(command or '(library call)')}</code>"]
     if scenario_file:
@@ -145,7 +145,8 @@ def _fmt(value: Any, spec: str = "{:,.1f}") -> str:
 
 # ------------------------------------------------------------------------------------------------------- run
 def _run_page(folder: Path):
-    from simlab.report import load_results, render_png
+    from simlab.results.figure import render_png
+    from simlab.results.folder import load_results
     from simlab.studies.grid import data_sha256
 
     summary, requests, steps = load_results(folder)

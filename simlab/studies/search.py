@@ -13,6 +13,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Generator, Optional, Union
 
+# which side of a field's threshold meets an SLA: the loads a what-if searches by default, and the sweep's load axes
+FIND_DEFAULTS = {
+    "workload.concurrency": "largest",
+    "workload.rate": "largest",
+    "workload.time_scale": "smallest",  # gaps x time_scale: smaller is more load
+    "engine.replicas": "smallest",
+}
+
 Number = Union[int, float]
 
 

@@ -66,7 +66,7 @@ def study(name: str) -> Study:
 
 
 def scenario_sha256(repo: Path, item: Study) -> str:
-    from simlab.scenario import read_yaml
+    from simlab.common.yaml_file import read_yaml
 
     return data_sha256(read_yaml(repo / item.scenario, what="scenario file"))
 
@@ -76,7 +76,7 @@ def make_report(item: Study, repo: Path, *, workers: Optional[int] = None, execu
     """Run ``item`` (from ``repo``, so that the paths it records are relative) and write ``reports/<name>/``."""
     import os
 
-    from simlab.outputs import check_out_dir, staged_dir
+    from simlab.common.outputs import check_out_dir, staged_dir
 
     target = check_out_dir(repo / "reports" / item.name, kind=REPORT_KIND)
     started = time.perf_counter()
@@ -116,7 +116,7 @@ def _run(item: Study, out: Path, *, workers, executor, progress) -> Path:
 
 
 def _study_document(item: Study, repo: Path, wall_s: float, workers, executor) -> dict:
-    from simlab import __version__
+    from simlab.common.version import __version__
 
     return {"generator": f"simlab {__version__}", "study": item.name, "command": item.command,
             "scenario": item.scenario, "scenario_sha256": scenario_sha256(repo, item),
@@ -163,9 +163,9 @@ def cheapest_point(folder: Path) -> str:
 
 def recheck_sweep_point(item: Study, repo: Path) -> list[str]:
     """Simulate the cheapest committed point again, in-process, and compare its sweep.csv rows exactly."""
-    from simlab.results import dumps
+    from simlab.common.json_text import dumps
+    from simlab.config.loading import scenario_from_data
     from simlab.runner import run_scenario
-    from simlab.scenario import scenario_from_data
     from simlab.studies.grid import load_sweep
     from simlab.studies.sweep import SweepState
 
@@ -195,7 +195,7 @@ def recheck_sweep_point(item: Study, repo: Path) -> list[str]:
 def recheck_probe(item: Study, repo: Path) -> list[str]:
     """Simulate the first committed probe of a what-if again (its arm alone) and compare its row exactly."""
     from simlab.studies.table_csv import csv_text
-    from simlab.studies.whatif import Probe, prepare_whatif, probe_rows, run_probe, ProbeTask
+    from simlab.studies.whatif import Probe, ProbeTask, prepare_whatif, probe_rows, run_probe
 
     folder = repo / "reports" / item.name
     header, rows = _read_csv(folder / "probes.csv")

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from simlab.errors import InputError
+from simlab.common.errors import InputError
 
 OPS = ("<=", ">=")
 _CONDITION = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*(<=|>=)\s*([^\s,]+)\s*")

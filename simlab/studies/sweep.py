@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-from simlab.errors import InputError
-from simlab.outputs import check_out_dir, open_resumable_dir, read_manifest, write_file_atomic
+from simlab.common.errors import InputError
+from simlab.common.outputs import check_out_dir, open_resumable_dir, read_manifest, write_file_atomic
 from simlab.studies.executors import TaskLost, make_executor
 from simlab.studies.grid import Point, Sweep, load_sweep, read_sweep
 from simlab.studies.progress import StudyProgress
@@ -42,9 +42,9 @@ class PointTask:
 
 def run_point(task: PointTask) -> dict:
     """Run one point into its results folder. Never raises: an error comes back as data, with its traceback."""
-    from simlab.results import dumps
+    from simlab.common.json_text import dumps
+    from simlab.config.loading import scenario_from_data
     from simlab.runner import run_scenario
-    from simlab.scenario import scenario_from_data
 
     started = time.perf_counter()
     try:
@@ -148,7 +148,7 @@ def is_finished(folder: Path) -> bool:
 
 def sweep_document(sweep: Sweep, command: Optional[str], scenario_file: Optional[str] = None) -> dict:
     """sweep.json: what the sweep is (the scenario, its hash, the varied fields and every point)."""
-    from simlab import __version__
+    from simlab.common.version import __version__
 
     return {
         "generator": f"simlab {__version__}",

@@ -9,9 +9,9 @@ from typing import Any, Iterator, Optional
 
 import pandas as pd
 
-from simlab.errors import InputError
+from simlab.common.errors import InputError
 from simlab.studies.figures import format_value, short_field
-from simlab.studies.whatif import FIND_DEFAULTS
+from simlab.studies.search import FIND_DEFAULTS
 
 LOAD_FIELDS = tuple(FIND_DEFAULTS) + ("engine.max_num_seqs",)
 

@@ -16,23 +16,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
-from simlab.errors import InputError
-from simlab.outputs import check_out_dir, staged_dir
+from simlab.common.errors import InputError
+from simlab.common.outputs import check_out_dir, staged_dir
 from simlab.studies.executors import TaskLost, make_executor
 from simlab.studies.grid import data_sha256
 from simlab.studies.paths import check_path, get_path, set_path
 from simlab.studies.progress import StudyProgress
-from simlab.studies.search import Answer, SearchRange, threshold_search
+from simlab.studies.search import FIND_DEFAULTS, Answer, SearchRange, threshold_search
 from simlab.studies.sla import SLA, check_metrics_known, parse_sla
 from simlab.studies.table_csv import csv_text, metric_columns
 
 WHATIF_KIND = "whatif"
-FIND_DEFAULTS = {
-    "workload.concurrency": "largest",
-    "workload.rate": "largest",
-    "workload.time_scale": "smallest",  # gaps x time_scale: smaller is more load
-    "engine.replicas": "smallest",
-}
 RANGE_FACTOR = 64  # without --low/--high: [start / 64, start x 64] (integers from 1)
 DEFAULT_RTOL = 0.02
 
@@ -47,9 +41,9 @@ class ProbeTask:
 
 def run_probe(task: ProbeTask) -> dict:
     """Simulate one probe; errors come back as data."""
-    from simlab.results import dumps
+    from simlab.common.json_text import dumps
+    from simlab.config.loading import scenario_from_data
     from simlab.runner import run_scenario
-    from simlab.scenario import scenario_from_data
 
     try:
         results = run_scenario(scenario_from_data(task.data, file=task.file), jobs=1, plot=False)
@@ -90,7 +84,8 @@ def prepare_whatif(scenario: str | Path, *, sla: str, vary: Optional[str] = None
                    low: Optional[float] = None, high: Optional[float] = None, baseline: Optional[str] = None,
                    find: Optional[str] = None, rtol: float = DEFAULT_RTOL) -> WhatIf:
     """Check the question before anything runs; every problem is an :class:`InputError`."""
-    from simlab.scenario import read_yaml, scenario_from_data
+    from simlab.common.yaml_file import read_yaml
+    from simlab.config.loading import scenario_from_data
 
     path = Path(scenario)
     condition = parse_sla(sla)
@@ -154,7 +149,7 @@ def prepare_whatif(scenario: str | Path, *, sla: str, vary: Optional[str] = None
 
 
 def _validate_point(question: WhatIf, value: Any, option: str) -> None:
-    from simlab.scenario import scenario_from_data
+    from simlab.config.loading import scenario_from_data
 
     try:
         scenario_from_data(question.point(value), file=question.file)
@@ -262,7 +257,7 @@ def whatif_document(question: WhatIf, probes: list[Probe], answers_by_arm: dict[
                     command: Optional[str]) -> dict:
     """whatif.json: the contract's ``sla``, ``vary`` and ``arms`` (``load``, ``metrics``, ``gain_vs_baseline``)
     plus how the search went."""
-    from simlab import __version__
+    from simlab.common.version import __version__
 
     doc: dict[str, Any] = {
         "generator": f"simlab {__version__}",

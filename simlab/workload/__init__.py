@@ -5,7 +5,7 @@
 workload is a closed loop, and a JSON-able description of its source.
 """
 
-from simlab.lazy import lazy_exports
+from simlab.common.lazy import lazy_exports
 
 _EXPORTS = {
     "build_workload": "simlab.workload.build",

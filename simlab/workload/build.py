@@ -17,7 +17,7 @@ def build_workload(cfg: WorkloadConfig, *, base_dir: Path, seed: int, file: str 
 
     ``base_dir`` resolves relative trace paths (the scenario file's folder); ``seed`` seeds every random draw
     (the same seed gives the same requests); ``file`` is the scenario file, named in errors. Raises
-    :class:`~simlab.errors.InputError` for a missing or malformed trace. ``prefix_ids`` also reads the prompts'
+    :class:`~simlab.common.errors.InputError` for a missing or malformed trace. ``prefix_ids`` also reads the prompts'
     prefix block ids where the trace has them (prefix caching).
     """
     base_dir = Path(base_dir)

@@ -1,6 +1,6 @@
 """``simlab traces``: list the shipped traces and describe one trace (shipped or a file).
 
-Mounted by the main CLI as ``simlab traces``. Input errors propagate as :class:`~simlab.errors.InputError`
+Mounted by the main CLI as ``simlab traces``. Input errors propagate as :class:`~simlab.common.errors.InputError`
 (the main CLI prints them and exits with status 2).
 """
 
@@ -15,7 +15,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from simlab.errors import InputError
+from simlab.common.errors import InputError
 
 if TYPE_CHECKING:
     from simlab.config.workload import TraceColumns

@@ -19,13 +19,11 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
-from simlab.errors import InputError
+from simlab.common.errors import InputError
+from simlab.config.workload import PREFIX_BLOCK_TOKENS
 from simlab.workload.trace_formats import open_text
 
 Ragged = tuple[np.ndarray, np.ndarray]
-
-PREFIX_BLOCK_TOKENS = 512  # tokens one prefix block id names (Mooncake's hash block)
-
 
 def _ragged(lists: list[list[int]], order: Optional[np.ndarray]) -> Ragged:
     if order is not None:

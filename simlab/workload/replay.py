@@ -6,8 +6,8 @@ from pathlib import Path
 
 import numpy as np
 
+from simlab.common.errors import InputError
 from simlab.config.workload import MAX_NUM_DOMAINS, TraceWorkload
-from simlab.errors import InputError
 from simlab.workload.domains import draw_domains, encode_labels
 from simlab.workload.requests import DEFAULT_DOMAINS, Requests, Workload
 from simlab.workload.trace_index import locate_trace

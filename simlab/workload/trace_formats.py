@@ -14,8 +14,8 @@ import json
 from pathlib import Path
 from typing import IO, Optional
 
+from simlab.common.errors import InputError
 from simlab.config.workload import TraceColumns
-from simlab.errors import InputError
 
 AZURE_COLUMNS = TraceColumns(
     arrival="TIMESTAMP", prompt_tokens="ContextTokens", output_tokens="GeneratedTokens", arrival_unit="datetime"

@@ -1,7 +1,7 @@
 """Finding a trace: a bare name registered in the shipped traces/index.yaml, or a path.
 
 ``traces/index.yaml`` maps short names to files in the same folder, with their format, licence, source and a
-description. Anything that is not a bare name (see :func:`simlab.resources.is_bare_name`) is a path,
+description. Anything that is not a bare name (see :func:`simlab.common.resources.is_bare_name`) is a path,
 resolved against the scenario file's folder.
 """
 
@@ -13,9 +13,9 @@ from typing import Optional
 
 import yaml
 
+from simlab.common.errors import InputError
+from simlab.common.resources import is_bare_name, resolve_path, shipped_dir
 from simlab.config.workload import TraceFormat
-from simlab.errors import InputError
-from simlab.resources import is_bare_name, resolve_path, shipped_dir
 
 INDEX_FILE = "index.yaml"
 _FORMATS = TraceFormat.__args__  # type: ignore[attr-defined]

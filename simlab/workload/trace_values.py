@@ -1,6 +1,6 @@
 """Checking and converting a trace's columns, vectorised; the first bad row is reported by its index.
 
-The readers turn a :class:`BadValue` (row index, column) into an :class:`~simlab.errors.InputError` that names
+The readers turn a :class:`BadValue` (row index, column) into an :class:`~simlab.common.errors.InputError` that names
 the line of the file.
 """
 

@@ -3,7 +3,7 @@
 The result is a :class:`TraceTable`: arrivals in seconds after the earliest request, sorted by time (stably,
 when the file was not), and the token counts of each request. Reading is vectorised (pandas for CSV, one
 ``json.loads`` per line for JSONL, keeping only the needed keys so Mooncake's ``hash_ids`` are never stored).
-Bad rows raise :class:`~simlab.errors.InputError` naming the trace file, the line and the column.
+Bad rows raise :class:`~simlab.common.errors.InputError` naming the trace file, the line and the column.
 """
 
 from __future__ import annotations
@@ -18,11 +18,10 @@ from typing import Callable, Optional
 import numpy as np
 import pandas as pd
 
+from simlab.common.errors import InputError
 from simlab.config.workload import TraceColumns
-from simlab.errors import InputError
 from simlab.workload.trace_formats import CONTAINER, PRESET_COLUMNS, STANDARD_COLUMNS, infer_format, open_text
 from simlab.workload.trace_values import BadValue, arrival_offsets_s, labels, token_counts
-
 
 LineOf = Callable[[int], int]
 """Maps a data row index (0-based) to its line number in the file (1-based)."""

@@ -12,7 +12,8 @@ import pytest
 pytest.importorskip("torch")
 
 from helpers import run_cli, tree_digest, user_project  # noqa: E402
-from simlab.outputs import read_manifest, staged_dir  # noqa: E402
+
+from simlab.common.outputs import read_manifest, staged_dir  # noqa: E402
 from simlab.real.pair import default_pair_dir  # noqa: E402
 
 HAS_PAIR = (default_pair_dir() / "target" / "config.json").exists()

@@ -11,12 +11,16 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from simlab.errors import InputError  # noqa: E402
+from simlab.common.errors import InputError  # noqa: E402
 from simlab.hardware.buckets import vllm_default_capture_sizes  # noqa: E402
 from simlab.real.profiler.models import load_models  # noqa: E402
 from simlab.real.profiler.spec import batch_token_grid, build_spec, place_verify, spread  # noqa: E402
 from simlab.real.profiler.steps import (  # noqa: E402
-    autoregressive_step, planned_draft, planned_forward, prefill_step, sequential_head_step,
+    autoregressive_step,
+    planned_draft,
+    planned_forward,
+    prefill_step,
+    sequential_head_step,
 )
 from simlab.real.profiler.table import monotone, monotone_grid  # noqa: E402
 from simlab.real.profiler.timing import time_step  # noqa: E402

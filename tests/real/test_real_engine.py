@@ -15,7 +15,7 @@ from scipy import stats  # noqa: E402
 from simlab.config import EngineConfig  # noqa: E402
 from simlab.real.engine import DecodingConfig, Request, SpeculativeEngine  # noqa: E402
 from simlab.real.generate import plain_generate  # noqa: E402
-from simlab.records import REQUEST_COLUMNS, STEP_COLUMNS, round_columns  # noqa: E402
+from simlab.results.records import REQUEST_COLUMNS, STEP_COLUMNS, round_columns  # noqa: E402
 from simlab.schedulers import make_scheduler  # noqa: E402
 
 from .models import build_pair  # noqa: E402

@@ -12,9 +12,9 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from simlab.config import EngineConfig  # noqa: E402
-from simlab.records import REQUEST_COLUMNS, STEP_COLUMNS, round_columns  # noqa: E402
 from simlab.real.engine import DecodingConfig, Request, SpeculativeEngine  # noqa: E402
 from simlab.real.result import write_real_results  # noqa: E402
+from simlab.results.records import REQUEST_COLUMNS, STEP_COLUMNS, round_columns  # noqa: E402
 from simlab.runner import run_scenario  # noqa: E402
 from simlab.schedulers import make_scheduler  # noqa: E402
 

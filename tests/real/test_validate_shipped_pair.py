@@ -15,7 +15,7 @@ pytest.importorskip("torch")
 pytest.importorskip("simlab.acceptance.fitting", reason="needs simlab acceptance fit's fitter")
 
 from simlab.real.pair import default_pair_dir  # noqa: E402
-from simlab.records import REQUEST_COLUMNS, STEP_COLUMNS  # noqa: E402
+from simlab.results.records import REQUEST_COLUMNS, STEP_COLUMNS  # noqa: E402
 from tests.helpers import run_cli  # noqa: E402
 
 SCENARIO = Path(__file__).parent / "validate_ci.yaml"

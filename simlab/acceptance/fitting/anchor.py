@@ -25,7 +25,7 @@ import numpy as np
 
 from simlab.acceptance.fitting.estimate import LOGIT_BOUND, LatentFit, group_logits, maximise, sandwich_errors
 from simlab.acceptance.fitting.likelihood import SHARED, RoundsLikelihood
-from simlab.acceptance.logs.records import Rounds
+from simlab.acceptance.logs.parsed import Rounds
 
 MIN_RUNS = 10  # fewer full runs cannot pin the curves
 

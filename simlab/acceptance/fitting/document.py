@@ -14,12 +14,12 @@ import yaml
 
 from simlab.acceptance.fitting.fit import FittedAcceptance
 from simlab.acceptance.fitting.rates import rate_table
-from simlab.acceptance.logs.records import AcceptanceLog
+from simlab.acceptance.logs.parsed import AcceptanceLog
 
 
 def fitted_document(fitted: FittedAcceptance, log: AcceptanceLog, *, command: Optional[str] = None) -> dict:
     """The mapping written to the file (it validates as a ``kind: positional`` acceptance)."""
-    from simlab import __version__
+    from simlab.common.version import __version__
 
     doc: dict[str, Any] = {"kind": "positional", "methods": fitted.curves}
     if fitted.heterogeneity is not None:

@@ -25,7 +25,7 @@ from scipy.special import logit
 
 from simlab.acceptance.fitting.grid import MAX_CORRELATION
 from simlab.acceptance.fitting.likelihood import SHARED, RoundsLikelihood
-from simlab.acceptance.logs.records import Rounds
+from simlab.acceptance.logs.parsed import Rounds
 
 LOGIT_BOUND = 12.0
 SD_BOUND = 6.0

@@ -20,8 +20,8 @@ from scipy.special import expit
 from simlab.acceptance.build import DRAFT_METHODS
 from simlab.acceptance.fitting.anchor import MIN_RUNS, AnchoredCurves, anchor_curves
 from simlab.acceptance.fitting.estimate import LatentFit, fit_latent
-from simlab.acceptance.logs.records import MAX_POSITIONS, AcceptanceLog, PositionCounts, Rounds
-from simlab.errors import InputError
+from simlab.acceptance.logs.parsed import MAX_POSITIONS, AcceptanceLog, PositionCounts, Rounds
+from simlab.common.errors import InputError
 
 ASSUMED_STEP_CORRELATION = 0.8  # the presets' assumption, used when the log cannot identify it
 MIN_REQUESTS = 10  # fewer requests cannot tell request from step heterogeneity

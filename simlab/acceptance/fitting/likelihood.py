@@ -28,7 +28,7 @@ from scipy.special import logit
 
 from simlab.acceptance.fitting.grid import LatentGrid, LogisticNormal
 from simlab.acceptance.fitting.runs import MAX_SLOTS_PER_BATCH, MAX_SLOTS_WITH_CONFIDENCES, RunLayout, forward_backward
-from simlab.acceptance.logs.records import Rounds
+from simlab.acceptance.logs.parsed import Rounds
 
 SHARED = ("request_logit_sd", "step_logit_sd", "step_correlation", "token_logit_sd", "bias_logit", "noise_logit_sd")
 REQ, STEP, RHO, TOK, BIAS, NOISE = range(6)

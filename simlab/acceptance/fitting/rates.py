@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.stats import norm
 
-from simlab.acceptance.logs.records import PositionCounts
+from simlab.acceptance.logs.parsed import PositionCounts
 
 CONFIDENCE = 0.95
 

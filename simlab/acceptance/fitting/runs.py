@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from simlab.acceptance.fitting.grid import LatentGrid
-from simlab.acceptance.logs.records import Rounds
+from simlab.acceptance.logs.parsed import Rounds
 
 MAX_SLOTS_PER_BATCH = 6000
 MAX_SLOTS_WITH_CONFIDENCES = 1500  # rounds with confidences carry [positions, states] arrays each

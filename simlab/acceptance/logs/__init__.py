@@ -10,8 +10,8 @@ import importlib
 from pathlib import Path
 from typing import Optional, Sequence
 
-from simlab.acceptance.logs.records import AcceptanceLog, PositionCounts, Rounds
-from simlab.errors import InputError
+from simlab.acceptance.logs.parsed import AcceptanceLog, PositionCounts, Rounds
+from simlab.common.errors import InputError
 
 FORMATS: dict[str, str] = {
     "simlab": "simlab.acceptance.logs.simlab_folder",

@@ -21,7 +21,7 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
-from simlab.acceptance.logs.records import MAX_POSITIONS, AcceptanceLog, concat_rounds
+from simlab.acceptance.logs.parsed import MAX_POSITIONS, AcceptanceLog, concat_rounds
 from simlab.acceptance.logs.table import (
     confidence_columns,
     integer_column,
@@ -30,7 +30,7 @@ from simlab.acceptance.logs.table import (
     require_columns,
     text_column,
 )
-from simlab.errors import InputError
+from simlab.common.errors import InputError
 
 NAME = "csv"
 DESCRIPTION = "CSV, one row per request-step: request, domain, position, accepted [, verified, drafted, method, conf_k]"

@@ -25,8 +25,8 @@ from typing import Any, Optional
 
 import numpy as np
 
-from simlab.acceptance.logs.records import MAX_POSITIONS, AcceptanceLog, PositionCounts
-from simlab.errors import InputError
+from simlab.acceptance.logs.parsed import MAX_POSITIONS, AcceptanceLog, PositionCounts
+from simlab.common.errors import InputError
 
 NAME = "deepspec"
 DESCRIPTION = "DeepSpec evaluation metrics.json (accept_rates_by_position is prefix survival)"

@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 from scipy.special import expit
 
-from simlab.acceptance.logs.records import MAX_POSITIONS, AcceptanceLog, Rounds, concat_rounds
-from simlab.errors import InputError
+from simlab.acceptance.logs.parsed import MAX_POSITIONS, AcceptanceLog, Rounds, concat_rounds
+from simlab.common.errors import InputError
 
 NAME = "sglang-sts"
 DESCRIPTION = "SGLang STS calibration shards (.pt: logits [N, gamma], prefix_mask [N, gamma]; needs torch)"

@@ -17,7 +17,7 @@ from typing import Optional
 
 import numpy as np
 
-from simlab.acceptance.logs.records import AcceptanceLog, PositionCounts, concat_rounds
+from simlab.acceptance.logs.parsed import AcceptanceLog, PositionCounts, concat_rounds
 from simlab.acceptance.logs.table import (
     confidence_columns,
     integer_column,
@@ -26,7 +26,7 @@ from simlab.acceptance.logs.table import (
     require_columns,
     text_column,
 )
-from simlab.errors import InputError
+from simlab.common.errors import InputError
 
 NAME = "simlab"
 DESCRIPTION = "a simlab results folder: rounds.csv.gz (per request-step) or summary.json (per-position counts)"

@@ -20,8 +20,8 @@ from typing import Optional
 
 import numpy as np
 
-from simlab.acceptance.logs.records import MAX_POSITIONS, AcceptanceLog, Rounds, concat_rounds
-from simlab.errors import InputError
+from simlab.acceptance.logs.parsed import MAX_POSITIONS, AcceptanceLog, Rounds, concat_rounds
+from simlab.common.errors import InputError
 
 NAME = "specdecode-bench"
 DESCRIPTION = "JSON lines per request with acc_<proposer>: {acc_len: [...]} (unbounded-draft acceptance lengths)"

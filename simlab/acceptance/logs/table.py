@@ -12,8 +12,8 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
-from simlab.acceptance.logs.records import MAX_POSITIONS, Rounds
-from simlab.errors import InputError
+from simlab.acceptance.logs.parsed import MAX_POSITIONS, Rounds
+from simlab.common.errors import InputError
 
 CONF_COLUMN = re.compile(r"^conf_([1-9][0-9]*)$")
 

@@ -19,8 +19,8 @@ from typing import Optional
 
 import numpy as np
 
-from simlab.acceptance.logs.records import MAX_POSITIONS, AcceptanceLog, PositionCounts
-from simlab.errors import InputError
+from simlab.acceptance.logs.parsed import MAX_POSITIONS, AcceptanceLog, PositionCounts
+from simlab.common.errors import InputError
 
 NAME = "vllm-metrics"
 DESCRIPTION = "Prometheus text from vLLM's /metrics (spec_decode counters; per-position counts are unconditional)"

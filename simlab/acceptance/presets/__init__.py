@@ -15,11 +15,11 @@ from typing import Any, Optional, Union
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from simlab.common.errors import InputError
+from simlab.common.resources import is_bare_name, resolve_path
+from simlab.common.schema_errors import validate
+from simlab.common.yaml_file import read_yaml
 from simlab.config.acceptance import ConfidenceConfig, HeterogeneityConfig
-from simlab.errors import InputError
-from simlab.resources import is_bare_name, resolve_path
-from simlab.scenario import read_yaml
-from simlab.validation import validate
 
 PRESET_DIR = Path(__file__).resolve().parent
 MAX_POSITIONS = 16

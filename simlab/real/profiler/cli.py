@@ -15,8 +15,8 @@ from typing import Any, Optional
 
 import typer
 
-from simlab.errors import InputError, OutputError
-from simlab.outputs import check_out_file
+from simlab.common.errors import InputError, OutputError
+from simlab.common.outputs import check_out_file
 
 OPTION_ORDER = ("device", "model", "drafter", "dtype", "max_batch_tokens", "contexts", "gamma", "draft_gammas",
                 "draft_context", "prefill_tokens", "replays", "warmup", "quick", "no_cuda_graphs", "threads",

@@ -23,7 +23,7 @@ from typing import Any, Optional
 import torch
 from torch import nn
 
-from simlab.errors import InputError
+from simlab.common.errors import InputError
 from simlab.real.config import TARGET_PRESETS, DrafterConfig, TargetConfig, default_drafter_config
 from simlab.real.drafter import Drafter
 from simlab.real.layers import RMSNorm

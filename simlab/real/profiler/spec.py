@@ -15,7 +15,7 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Any, Optional
 
-from simlab.errors import InputError
+from simlab.common.errors import InputError
 from simlab.hardware.buckets import VLLM_MAX_CAPTURE_SIZE, vllm_default_capture_sizes
 
 PLACEMENT_NOTE = (

@@ -20,7 +20,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from simlab import __version__
+from simlab.common.version import __version__
 from simlab.real.profiler.models import ProfiledModels, cpu_description
 from simlab.real.profiler.runner import ProfileResult
 from simlab.real.profiler.spec import PLACEMENT_NOTE, capture_buckets

@@ -4,12 +4,12 @@ torch is imported inside the command only."""
 
 from __future__ import annotations
 
-import shlex
-import sys
 from pathlib import Path
 from typing import Optional
 
 import typer
+
+from simlab.common.outputs import command_line
 
 
 def validate_command(
@@ -34,11 +34,11 @@ def validate_command(
     run, simulate the held-out part, and report real against simulated per arm (validation.json)."""
     from rich.console import Console
 
-    from simlab.errors import InputError
-    from simlab.outputs import check_out_dir
+    from simlab.common.errors import InputError
+    from simlab.common.outputs import check_out_dir
+    from simlab.config.loading import load_scenario
     from simlab.real.validate.compare import failures
     from simlab.real.validate.run import ValidateSettings, validate
-    from simlab.scenario import load_scenario
 
     if device not in ("cpu", "cuda") and not device.startswith("cuda:"):
         raise InputError("unknown device", field="--device", value=device, valid="cpu or cuda")
@@ -51,7 +51,7 @@ def validate_command(
     err = Console(stderr=True, highlight=False)
     settings = ValidateSettings(pair=pair, device=device, temperature=temperature, threads=threads, profile=profile,
                                 simulated_seeds=simulated_seeds)
-    document = validate(loaded, out_dir, settings, command=_command_line(),
+    document = validate(loaded, out_dir, settings, command=command_line(),
                         log=(lambda line: None) if quiet else (lambda line: err.print(line, markup=False)))
     if not quiet:
         Console(width=160).print(validation_table(document))
@@ -88,10 +88,6 @@ def validation_table(document: dict):
         table.add_row(*row)
     table.caption = "error: (simulated - real) / real; noise: its standard error from the runs' sample sizes"
     return table
-
-
-def _command_line() -> str:
-    return " ".join(["simlab", *map(shlex.quote, sys.argv[1:])])
 
 
 __all__ = ["validate_command", "validation_table"]

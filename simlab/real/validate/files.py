@@ -13,7 +13,7 @@ def write_yaml(path: Path, document: dict) -> Path:
 
     import yaml
 
-    from simlab.results import dumps  # JSON-safe values first (numpy scalars, NaN as null)
+    from simlab.common.json_text import dumps  # JSON-safe values first (numpy scalars, NaN as null)
 
     path.parent.mkdir(parents=True, exist_ok=True)
     plain = json.loads(dumps(document))

@@ -26,7 +26,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from simlab.errors import InputError
+from simlab.common.errors import InputError
 
 SIMULATED_SEEDS = 4
 
@@ -70,7 +70,7 @@ def validate(loaded, out_dir: Path, settings: ValidateSettings, *, command: Opti
              log: Callable[[str], None] = lambda line: None) -> dict:
     """Run the procedure and write ``out_dir`` (checked by the caller with ``check_out_dir(kind="validate")``);
     returns the ``validation.json`` document."""
-    from simlab.outputs import staged_dir
+    from simlab.common.outputs import staged_dir
 
     torch = _prepare_torch(settings)
     from simlab.real.pair import load_pair
@@ -87,8 +87,8 @@ def validate(loaded, out_dir: Path, settings: ValidateSettings, *, command: Opti
         document = _Validation(loaded, pair, method, settings, staging, command, log).run()
         document["wall_s"] = time.perf_counter() - started
         document["device"] = _describe_device(torch, settings)
+        from simlab.common.json_text import dumps
         from simlab.real.validate.plots import render_validation_png
-        from simlab.results import dumps
 
         (staging / "validation.json").write_text(dumps(document), encoding="utf-8")
         (staging / "validation.png").write_bytes(render_validation_png(document))
@@ -249,8 +249,8 @@ class _Validation:
 
     def _costs(self, results: dict, workload) -> dict:
         """The cost model each simulated arm is timed with."""
-        from simlab.hardware.table import TableCostModel
         from simlab.config.hardware import TableHardware
+        from simlab.hardware.table import TableCostModel
         from simlab.real.validate.costs import fit_cost_table
         from simlab.real.validate.files import write_yaml
 
@@ -289,9 +289,9 @@ class _Validation:
         from simlab.config.acceptance import IIDAcceptance, PositionalAcceptance
         from simlab.engine import simulate_arm
         from simlab.hardware.curves import Curve
-        from simlab.metrics import summarise
         from simlab.real.validate.acceptance import scenario_acceptance
         from simlab.real.validate.costs import SchedulerCost
+        from simlab.results.metrics import summarise
 
         sc = self.sc
         requests = workload.requests

@@ -1,4 +1,4 @@
-"""What the real engine records while it runs, in the simulator's schema (:mod:`simlab.records`).
+"""What the real engine records while it runs, in the simulator's schema (:mod:`simlab.results.records`).
 
 Rows are kept as plain lists while the engine runs and turned into DataFrames once at the end
 (:meth:`RecordBook.result`). Beside the schema's tables the book keeps what only a real run knows: per step the
@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from simlab.records import REQUEST_COLUMNS, STEP_COLUMNS, round_columns
+from simlab.results.records import REQUEST_COLUMNS, STEP_COLUMNS, round_columns
 
 STEP_TIME_COLUMNS = ("draft_s", "context_tokens")
 ROUND_DETAIL_COLUMNS = ("t_s", "context_tokens", "max_len", "emitted_tokens")

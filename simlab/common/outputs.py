@@ -6,12 +6,12 @@ Every command that writes goes through this module:
   swapped in at once. It carries ``manifest.json`` (``{"generator": "simlab", "kind": ...}``); ``--out`` may
   replace only a folder with such a manifest of the same kind, or an empty folder. A file, a folder holding a
   user's files, the current folder or one above it, and a folder holding one of the run's inputs are refused
-  with an :class:`~simlab.errors.InputError` before anything is computed or written.
+  with an :class:`~simlab.common.errors.InputError` before anything is computed or written.
 - a **single output file** (a profile, an SPS table, a report page, ...) is written through a temporary file and
   ``os.replace``. It may replace only a file that simlab wrote (see :func:`is_simlab_file`).
 
 Folders and files get the permissions the umask gives (``mkdtemp`` and ``mkstemp`` alone would give 0700/0600).
-A write that fails for a reason outside the input (a full disk, say) raises :class:`~simlab.errors.OutputError`,
+A write that fails for a reason outside the input (a full disk, say) raises :class:`~simlab.common.errors.OutputError`,
 one line that the command line prints before exiting with status 1; whatever was at the path stays as it was.
 The rule for users: docs/outputs.md.
 """
@@ -27,7 +27,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Optional
 
-from simlab.errors import InputError, OutputError
+from simlab.common.errors import InputError, OutputError
 
 MANIFEST = "manifest.json"
 GENERATOR = "simlab"
@@ -123,9 +123,18 @@ def _check_writable_parent(target: Path, raw: Path, field: str) -> None:
                          value=str(raw), valid="a path in a folder you may write to") from None
 
 
+def command_line() -> str:
+    """The command that is running, as a person would retype it (``simlab`` and its quoted arguments), for the
+    manifests of what it writes."""
+    import shlex
+    import sys
+
+    return " ".join(["simlab", *map(shlex.quote, sys.argv[1:])])
+
+
 def manifest(kind: str, *, command: Optional[str] = None, extra: Optional[dict] = None) -> dict:
     """A manifest document for a results folder of ``kind``."""
-    from simlab import __version__
+    from simlab.common.version import __version__
 
     doc = {"generator": GENERATOR, "kind": kind, "simlab_version": __version__,
            "written": datetime.now(timezone.utc).isoformat(timespec="seconds")}
@@ -144,7 +153,7 @@ def staged_dir(out_dir: str | Path, *, kind: str, command: Optional[str] = None,
     error the staging folder is removed and ``out_dir`` is left as it was.
 
     Call :func:`check_out_dir` first: this does not check what it replaces. An ``OSError`` while writing (a full
-    disk, say) becomes an :class:`~simlab.errors.OutputError` (one line; the command line exits 1)."""
+    disk, say) becomes an :class:`~simlab.common.errors.OutputError` (one line; the command line exits 1)."""
     out_dir = Path(out_dir)
     try:
         out_dir.parent.mkdir(parents=True, exist_ok=True)
@@ -250,7 +259,7 @@ def check_out_file(path: str | Path, *, field: str = "--out", inputs: Iterable[s
 def write_file_atomic(path: str | Path, data: str | bytes) -> Path:
     """Write ``data`` to ``path`` through a temporary file in the same folder and ``os.replace``: a reader sees
     the old file or the whole new one. Creates missing parent folders. An ``OSError`` (a full disk, say) becomes
-    an :class:`~simlab.errors.OutputError` and leaves the file as it was.
+    an :class:`~simlab.common.errors.OutputError` and leaves the file as it was.
 
     Call :func:`check_out_file` first: this does not check what it replaces."""
     path = Path(path)

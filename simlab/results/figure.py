@@ -9,7 +9,6 @@ grey-scale too. One legend serves the whole figure.
 from __future__ import annotations
 
 import io
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -55,7 +54,7 @@ def render_png(summary: dict, requests: pd.DataFrame, steps: pd.DataFrame) -> by
     import matplotlib.pyplot as plt
     from matplotlib.lines import Line2D
 
-    from simlab import __version__
+    from simlab.common.version import __version__
 
     arms = summary["arms"]
     styles = arm_styles(summary)
@@ -208,27 +207,3 @@ def _verify_under_load(ax, steps: pd.DataFrame, styles: dict) -> None:
     ax.set_ylabel("drafted tokens verified per request")
     ax.set_title("verify budget under load (per step, binned by load)")
     ax.grid(alpha=0.3)
-
-
-RESULT_FILES = ("summary.json", "requests.csv", "steps.csv.gz")
-
-
-def check_results_folder(folder: Path) -> Path:
-    """Raise :class:`InputError` unless ``folder`` holds the files of a ``simlab run`` results folder."""
-    from simlab.errors import InputError
-
-    folder = Path(folder)
-    missing = [n for n in RESULT_FILES if not (folder / n).is_file()]
-    if missing:
-        raise InputError(f"not a results folder (missing {', '.join(missing)})", file=folder,
-                         valid="a folder written by `simlab run`")
-    return folder
-
-
-def load_results(folder: Path) -> tuple[dict, pd.DataFrame, pd.DataFrame]:
-    """Read a results folder written by ``simlab run``."""
-    import json
-
-    folder = check_results_folder(folder)
-    summary = json.loads((folder / "summary.json").read_text())
-    return summary, pd.read_csv(folder / "requests.csv"), pd.read_csv(folder / "steps.csv.gz")

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from simlab.records import STEP_COLUMNS as _SCHEMA
+from simlab.results.records import STEP_COLUMNS as _SCHEMA
 
 STEP_COLUMNS = tuple(name for name in _SCHEMA if name != "arm")  # the results folder's step columns
 _FLOAT_COLUMNS = {"t_s", "step_s"}

@@ -1,6 +1,6 @@
 """Per-step acceptance draws: true conditional acceptance, outcomes and the confidence head's estimates.
 
-Everything is keyed by (scenario seed, request id, decode step, position) through :mod:`simlab.crn`, so every arm
+Everything is keyed by (scenario seed, request id, decode step, position) through :mod:`simlab.common.crn`, so every arm
 sees the same randomness for the same request and step, and a block of K steps drawn at once equals K steps
 drawn one by one.
 """
@@ -14,7 +14,7 @@ import numpy as np
 from scipy.signal import lfilter
 from scipy.special import expit, ndtri
 
-from simlab import crn
+from simlab.common import crn
 from simlab.config.acceptance import ConfidenceConfig, HeterogeneityConfig
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from simlab.errors import InputError
+from simlab.common.errors import InputError
 
 _UNION_TYPE_ERRORS = {"string_type", "model_type", "model_attributes_type", "dict_type", "int_type", "float_type"}
 

@@ -1,51 +1,23 @@
-"""The results folder: summary.json, requests.csv and steps.csv.gz, written atomically as one folder."""
+"""The results folder: summary.json, requests.csv and steps.csv.gz, written atomically as one folder, and read back."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from simlab.outputs import staged_dir
-from simlab.records import REQUEST_COLUMNS, STEP_COLUMNS
-
-
-
-def _json_default(value: Any) -> Any:
-    if isinstance(value, (np.integer,)):
-        return int(value)
-    if isinstance(value, (np.floating,)):
-        return float(value)
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    if isinstance(value, Path):
-        return str(value)
-    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
-
-
-def dumps(data: Any) -> str:
-    """JSON with NaN written as null (strict JSON readers reject NaN)."""
-    return json.dumps(_nan_to_none(data), indent=2, default=_json_default, allow_nan=False) + "\n"
-
-
-def _nan_to_none(value: Any) -> Any:
-    if isinstance(value, float) and not np.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _nan_to_none(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_nan_to_none(v) for v in value]
-    return value
+from simlab.common.json_text import dumps
+from simlab.common.outputs import staged_dir
+from simlab.results.records import REQUEST_COLUMNS, STEP_COLUMNS
 
 
 def write_results(out_dir: Path, summary: dict, requests: pd.DataFrame, steps: pd.DataFrame,
                   extra_files: dict[str, bytes] | None = None, *, command: str | None = None) -> Path:
     """Write the folder under a temporary name beside ``out_dir`` and swap it in; nothing half-written remains.
 
-    The caller checks ``out_dir`` first (:func:`simlab.outputs.check_out_dir`): this replaces what is there."""
+    The caller checks ``out_dir`` first (:func:`simlab.common.outputs.check_out_dir`): this replaces what is there."""
     out_dir = Path(out_dir)
     with staged_dir(out_dir, kind="run", command=command) as staging:
         (staging / "summary.json").write_text(dumps(summary), encoding="utf-8")
@@ -83,3 +55,25 @@ def steps_frame(arm: str, steps: dict[str, np.ndarray]) -> pd.DataFrame:
     frame = pd.DataFrame({name: steps[name] for name in STEP_COLUMNS if name != "arm"})
     frame.insert(0, "arm", arm)
     return frame[list(STEP_COLUMNS)]
+
+
+RESULT_FILES = ("summary.json", "requests.csv", "steps.csv.gz")
+
+
+def check_results_folder(folder: Path) -> Path:
+    """Raise :class:`InputError` unless ``folder`` holds the files of a ``simlab run`` results folder."""
+    from simlab.common.errors import InputError
+
+    folder = Path(folder)
+    missing = [n for n in RESULT_FILES if not (folder / n).is_file()]
+    if missing:
+        raise InputError(f"not a results folder (missing {', '.join(missing)})", file=folder,
+                         valid="a folder written by `simlab run`")
+    return folder
+
+
+def load_results(folder: Path) -> tuple[dict, pd.DataFrame, pd.DataFrame]:
+    """Read a results folder written by ``simlab run``."""
+    folder = check_results_folder(folder)
+    summary = json.loads((folder / "summary.json").read_text())
+    return summary, pd.read_csv(folder / "requests.csv"), pd.read_csv(folder / "steps.csv.gz")

@@ -1,5 +1,5 @@
 """The records of one arm, shared by the simulator and real mode: the columns of the results folder's tables and
-the plain arrays :func:`simlab.metrics.summarise` reads.
+the plain arrays :func:`simlab.results.metrics.summarise` reads.
 
 - ``requests.csv``: one row per request (:data:`REQUEST_COLUMNS`);
 - ``steps.csv.gz``: one row per engine iteration (:data:`STEP_COLUMNS`): ``num_requests`` counts the decoding
@@ -73,7 +73,7 @@ class Counters:
 
 @dataclass(frozen=True)
 class ArmRecords:
-    """One arm's records as plain arrays: what :func:`simlab.metrics.summarise` reads (the simulator's
+    """One arm's records as plain arrays: what :func:`simlab.results.metrics.summarise` reads (the simulator's
     ``ArmResult`` has the same attributes).
 
     ``steps`` maps the step columns (without ``arm``) to arrays; ``time_in_system_area`` is the integral over time

@@ -7,7 +7,7 @@ from typing import Optional
 import numpy as np
 
 from simlab.config.scenario import SLO
-from simlab.records import ArmRecords
+from simlab.results.records import ArmRecords
 
 LATENCY_KEYS = ("ttft", "tpot", "itl", "e2el")
 

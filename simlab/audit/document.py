@@ -9,8 +9,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from simlab import __version__
 from simlab.audit.enumeration import AuditResult, Distribution
+from simlab.common.version import __version__
 
 
 def audit_json(result: AuditResult) -> dict[str, Any]:

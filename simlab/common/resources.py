@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-_PACKAGE_DIR = Path(__file__).resolve().parent
+_PACKAGE_DIR = Path(__file__).resolve().parents[1]  # simlab/, this file being simlab/common/resources.py
 
 
 def shipped_dir(kind: str) -> Path:

@@ -19,8 +19,8 @@ def is_validation_folder(folder: Path) -> bool:
 
 def write_validation_report(folder: Path) -> Path:
     """Redraw ``validation.png`` and write ``report.html`` in ``folder``; returns the page's path."""
-    from simlab import __version__
-    from simlab.outputs import write_file_atomic
+    from simlab.common.outputs import write_file_atomic
+    from simlab.common.version import __version__
     from simlab.real.validate.plots import render_validation_png
 
     folder = Path(folder)

@@ -1,0 +1,65 @@
+"""A roofline cost model from its config: the GPU and model names, the calibration, tensor parallelism and
+whether the model fits are checked here, each failure one message naming the field."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from simlab.common.errors import InputError
+from simlab.config.hardware import RooflineHardware
+from simlab.hardware.buckets import Buckets
+from simlab.hardware.calibrated import CalibratedRooflineCostModel
+from simlab.hardware.calibration import resolve_params
+from simlab.hardware.device import RooflineParams
+from simlab.hardware.roofline import RooflineCostModel
+from simlab.hardware.specs import GpuSpec, ModelConfig, get_gpu, get_model
+
+MAX_TENSOR_PARALLEL = 8  # one NVLink node
+
+
+def build_roofline(cfg: RooflineHardware, *, file: Optional[str] = None, field: str = "hardware") -> RooflineCostModel:
+    """A roofline cost model from a config (calibrated unless ``calibration: none``), checking names, the
+    calibration, tensor parallelism and that the model fits."""
+    gpu = get_gpu(cfg.gpu, file=file, field=_subfield(field, "gpu"))
+    model = get_model(cfg.model, file=file, field=_subfield(field, "model"))
+    params = resolve_params(cfg, gpu.name, file=file, field=field)
+    cls = CalibratedRooflineCostModel if params.calibrated else RooflineCostModel
+    buckets = Buckets.from_config(cfg.cuda_graph_buckets)
+    tp = cfg.tensor_parallel
+    if tp <= MAX_TENSOR_PARALLEL and _splits(model, tp):
+        cost_model = cls(gpu, model, tensor_parallel=tp, params=params, buckets=buckets)
+        if (cost_model.kv_cache_tokens() or 0) > 0:
+            return cost_model
+        why = _does_not_fit(cost_model)
+    elif tp > MAX_TENSOR_PARALLEL:
+        why = f"tensor parallelism beyond one {MAX_TENSOR_PARALLEL}-GPU NVLink node is not modelled"
+    else:
+        why = (f"{model.name}'s {model.num_heads} heads, {model.num_kv_heads} KV heads and "
+               f"{model.intermediate_size}-wide MLP do not split {tp} ways")
+    fitting = [n for n in range(1, MAX_TENSOR_PARALLEL + 1) if _splits(model, n) and _fits(gpu, model, n, params)]
+    valid = ("tensor_parallel " + ", ".join(map(str, fitting))) if fitting else (
+        "a higher gpu_memory_utilization or a GPU with more memory (see `simlab profiles list`)")
+    raise InputError(why, file=file, field=_subfield(field, "tensor_parallel"), value=tp, valid=valid)
+
+
+def _subfield(field: str, name: str) -> str:
+    return f"{field}.{name}" if field else name
+
+
+def _splits(model: ModelConfig, tp: int) -> bool:
+    """Whether tensor parallelism ``tp`` divides the heads and the MLP (KV heads split or replicate)."""
+    kv = model.num_kv_heads
+    return (model.num_heads % tp == 0 and model.intermediate_size % tp == 0
+            and (kv % tp == 0 or tp % kv == 0))
+
+
+def _fits(gpu: GpuSpec, model: ModelConfig, tp: int, params: RooflineParams) -> bool:
+    return (RooflineCostModel(gpu, model, tensor_parallel=tp, params=params).kv_cache_tokens() or 0) > 0
+
+
+def _does_not_fit(cm: RooflineCostModel) -> str:
+    usable = cm.params.gpu_memory_utilization * cm.gpu.memory_bytes
+    return (f"{cm.model.name} does not fit: per GPU it needs {cm.model.weight_bytes / cm.tp / 1e9:.1f} GB of bf16 "
+            f"weights plus {cm.activation_reserve_bytes() / 1e9:.1f} GB of activations, but {cm.gpu.name} at "
+            f"gpu_memory_utilization {cm.params.gpu_memory_utilization} offers {usable / 1e9:.1f} GB, "
+            "leaving nothing for the KV cache")
