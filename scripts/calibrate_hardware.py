@@ -27,17 +27,39 @@ FITTED = FOLDER / "fitted.yaml"
 
 
 def refit(folder: Path = FOLDER, fitted: Path = FITTED, *, check: bool = False) -> tuple[dict, bool]:
-    """Fit; write ``fitted`` unless ``check`` or unchanged. Returns the fit and whether the file was stale."""
+    """Fit; write ``fitted`` unless ``check`` or unchanged, then the engine check's stated error
+    (engine_error.yaml: every engine measurement simulated on the new fit). Returns the fit and whether either
+    file was stale."""
+    from simlab.common.outputs import write_file_atomic
+    from simlab.hardware.calibration import forget_fitted
+
     data = calibrate(folder)
     old = yaml.safe_load(fitted.read_text(encoding="utf-8")) if fitted.is_file() else None
     stale = old != yaml.safe_load(dump_fitted(data))
     if stale and not check:
-        from simlab.common.outputs import write_file_atomic
-        from simlab.hardware.calibration import forget_fitted
-
         write_file_atomic(fitted, dump_fitted(data))
         forget_fitted()
-    return data, stale
+    if check and stale:
+        return data, True
+    errors_stale = engine_errors(folder, write=not check)
+    return data, stale or errors_stale
+
+
+def engine_errors(folder: Path = FOLDER, *, write: bool = True) -> bool:
+    """Simulate every engine measurement on the fit in force; rewrite engine_error.yaml if it changed (unless
+    ``write`` is false). Returns whether it was stale."""
+    from simlab.common.outputs import write_file_atomic
+    from simlab.studies.profile_check import ERROR_FILE, check_records, error_document, load_records
+
+    path = folder / ERROR_FILE
+    document = error_document(check_records(load_records(folder / "engine_measurements.csv")))
+    text = ("# written by simlab scripts/calibrate_hardware.py: every record of engine_measurements.csv simulated "
+            "on fitted.yaml (simlab profiles check); do not edit\n" + yaml.safe_dump(document, sort_keys=False, width=120))
+    old = yaml.safe_load(path.read_text(encoding="utf-8")) if path.is_file() else None
+    stale = old != yaml.safe_load(text)
+    if stale and write:
+        write_file_atomic(path, text)
+    return stale
 
 
 def summary(data: dict) -> str:
@@ -63,8 +85,38 @@ def _pct(value: float) -> str:
     return f"{value * 100:.1f} %"
 
 
+def stacks_markdown(data: dict) -> str:
+    """docs/hardware.md's table of the serving stacks' fitted parameters (stage 3), per GPU with its own fit."""
+    lines = ["| GPU | stack | step_overhead_s | request_overhead_s | attention_efficiency | prefill_efficiency | "
+             "quantized_efficiency | fitted | from |", "|---|---|---|---|---|---|---|---|---|"]
+    for gpu, entry in data["gpus"].items():
+        for stack, s in (entry.get("stacks") or {}).items():
+            if not s["fitted_on"] and all(v.split("/")[0] != gpu for v in (s.get("borrowed") or {}).values()):
+                continue  # a GPU that borrows every stack: one line below the table says so
+            fitted = ", ".join(s["fitted"]) or "none"
+            origin = f"{len(s['fitted_on'])} records" if s["fitted_on"] else "borrowed"
+            if s.get("borrowed"):
+                origin += "; the rest from " + ", ".join(sorted(set(s["borrowed"].values())))
+            lines.append(f"| `{gpu}` | `{stack}` | {s['step_overhead_s'] * 1e3:.2f} ms | "
+                         f"{s['request_overhead_s'] * 1e6:.1f} µs | {s['attention_efficiency']:.3f} | "
+                         f"{s['prefill_efficiency']:.3f} | {s['quantized_efficiency']:.3f} | {fitted} | {origin} |")
+    return "\n".join(lines)
+
+
+def engine_error_markdown(folder: Path = FOLDER) -> str:
+    """docs/hardware.md's table of the error on engine measurements (engine_error.yaml's summary)."""
+    document = yaml.safe_load((folder / "engine_error.yaml").read_text(encoding="utf-8"))
+    lines = ["| GPU | stack | precision | role | users | points | median error | worst error |",
+             "|---|---|---|---|---|---|---|---|"]
+    for e in document["summary"]:
+        lines.append(f"| `{e['gpu']}` | `{e['stack']}` | {e['precision']} | {e['role']} | {e['users']} | {e['points']} | "
+                     f"{_pct(e['median_abs_error'])} | {_pct(e['max_abs_error'])} |")
+    return "\n".join(lines)
+
+
 def markdown(data: dict) -> str:
-    """The two tables docs/hardware.md shows: fitted parameters per GPU, and the stated error per GPU."""
+    """The tables docs/hardware.md shows: fitted parameters per GPU, the stated error per GPU, the serving stacks'
+    parameters and their error on engine measurements."""
     engines = sorted({e for entry in data["gpus"].values() for e in entry["engines"]})
     head = ("| GPU | bw_efficiency | flop_efficiency | knee_width | corner (tokens) | elementwise_efficiency | "
             "kernel_launch_s | attention_efficiency | " + " | ".join(f"{e} overhead" for e in engines)
@@ -95,7 +147,7 @@ def markdown(data: dict) -> str:
             lines.append(f"| `{gpu}` | {item['id']} (simlab's own kernels, not an engine) | reference check | "
                          f"{item['points']} | {_pct(item['median_abs_rel_error'])} | "
                          f"{_pct(item['max_abs_rel_error'])} |")
-    return "\n".join(lines)
+    return "\n".join(lines) + "\n\n" + stacks_markdown(data) + "\n\n" + engine_error_markdown()
 
 
 def main(argv: list[str] | None = None) -> int:

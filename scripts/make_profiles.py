@@ -36,10 +36,10 @@ def main(argv: list[str] | None = None) -> int:
     stale = [str(FITTED.relative_to(REPO))] if fit_stale else []
     if fit_stale and not args.check:
         print(f"wrote {FITTED}")
-    for gpu, model, tp in shipped_specs():
-        name = profile_name(gpu, model, tp)
+    for spec in shipped_specs():
+        name = profile_name(*spec)
         path = args.out / f"{name}.yaml"
-        data = generate_profile(gpu, model, tp)
+        data = generate_profile(*spec)
         old = yaml.safe_load(path.read_text(encoding="utf-8")) if path.is_file() else None
         if old is not None and comparable(old) == comparable(yaml.safe_load(yaml.safe_dump(data))):
             continue

@@ -89,6 +89,7 @@ def _mount_subcommands() -> None:
     from simlab.real.cli import real_app
     from simlab.real.profiler.cli import profile_command
     from simlab.real.validate.cli import validate_command
+    from simlab.studies.check_cli import profiles_check_command
     from simlab.studies.cli import report_command, sweep_command, whatif_command
     from simlab.workload.cli import traces_app
 
@@ -100,7 +101,8 @@ def _mount_subcommands() -> None:
     app.command("calibrate")(calibrate_command)
     app.command("profile")(profile_command)
     app.command("validate")(validate_command)
-    app.add_typer(profiles_app, name="profiles", help="List and export hardware cost profiles.")
+    profiles_app.command("check")(profiles_check_command)
+    app.add_typer(profiles_app, name="profiles", help="List, export, fit and check hardware cost profiles.")
     app.add_typer(traces_app, name="traces", help="List and describe the shipped request traces.")
     app.add_typer(real_app, name="real", help="Real mode: train, generate with and evaluate a small pair (needs torch).")
 

@@ -105,9 +105,9 @@ def test_knee_is_max_at_width_zero_sum_at_four_and_never_below_max():
 
 @pytest.mark.parametrize("spec", shipped_specs(), ids=lambda s: "-".join(map(str, s)))
 def test_calibrated_curve_is_monotone_smooth_and_within_the_physics_bounds(spec):
-    gpu_name, model_name, tp = spec
+    gpu_name, model_name, tp, stack, precision = spec
     cm = build_roofline(RooflineHardware(kind="roofline", gpu=gpu_name, model=model_name, tensor_parallel=tp,
-                                         cuda_graph_buckets="none"))
+                                         stack=stack, precision=precision, cuda_graph_buckets="none"))
     assert isinstance(cm, CalibratedRooflineCostModel)
     b = np.arange(1, 8193, dtype=float)
     # monotone in batch tokens at a fixed request count, and along the tables' placement (4 tokens per request)
@@ -155,13 +155,14 @@ def test_with_no_knee_and_no_overheads_the_gemm_part_is_the_plain_roofline():
 
 
 # ------------------------------------------------------------------------------------------------ the config
-def test_default_is_the_gpus_fit_for_the_default_engine_and_an_engine_can_be_chosen():
-    default, trt = roofline(), roofline(calibration="tensorrt-llm")
-    assert default.params.calibration == "h100-sxm/vllm" and trt.params.calibration == "h100-sxm/tensorrt-llm"
+def test_default_is_the_gpus_fit_for_vllm_and_a_stack_can_be_chosen():
+    default, trt = roofline(), roofline(stack="trtllm")
+    assert default.params.calibration == "h100-sxm/vllm" and trt.params.calibration == "h100-sxm/trtllm"
     assert trt.params.step_overhead_s != default.params.step_overhead_s
     assert trt.params.bw_efficiency == default.params.bw_efficiency  # the GPU's part is shared
     info = default.describe()["calibration"]
-    assert info["engine"] == "vllm" and info["error"]["fitted"] and info["error"]["held_out"]
+    assert info["stack"] == "vllm" and info["error"]["fitted"] and info["error"]["held_out"]
+    assert info["stack_fit"]["fitted_on"]  # the engine measurements the stack was fitted on
     assert roofline(calibration="AUTO").params == default.params
 
 
@@ -177,7 +178,8 @@ def test_given_parameters_override_the_fit_and_none_is_the_constant_roofline():
 
 
 @pytest.mark.parametrize("fields,field,needle", [
-    ({"calibration": "sglang"}, "hardware.calibration", "auto, none, tensorrt-llm, vllm"),
+    ({"calibration": "tensorrt-llm"}, "hardware.calibration", "stack: vllm | sglang | trtllm | eager"),
+    ({"calibration": "fitted"}, "hardware.calibration", "auto (the GPU's fit for the stack) or none"),
     ({"calibration": "none", "knee_width": 1.0}, "hardware.knee_width", "calibration: auto"),
     ({"calibration": "none", "request_overhead_s": 1e-5}, "hardware.request_overhead_s", "calibration: auto"),
 ])

@@ -20,7 +20,8 @@ PROFILES = REPO / "hw_profiles"
 
 def test_every_catalogue_profile_is_shipped_and_nothing_else():
     names = {profile_name(*spec) for spec in shipped_specs()}
-    assert "h100-sxm_qwen3-8b" in names and "h100-sxm_llama-3-70b-tp4" in names and len(names) == 24
+    assert "h100-sxm_qwen3-8b" in names and "h100-sxm_llama-3-70b-tp4" in names and len(names) == 30
+    assert {"h100-sxm_qwen3-8b_sglang", "h100-sxm_qwen3-8b_fp8", "b200_qwen3-8b_fp8"} <= names
     assert {p.stem for p in PROFILES.glob("*.yaml") if not p.stem.endswith("_measured")} == names
 
 
@@ -52,6 +53,8 @@ def test_shipped_profile_loads_is_small_and_says_it_is_not_measured(spec):
     provenance = cm.config.provenance
     assert provenance["measured"] is False and "NOT measured" in provenance["note"]
     assert provenance["source"]["gpu"] == spec[0] and provenance["source"]["tensor_parallel"] == spec[2]
+    assert provenance["source"]["parameters"]["stack"] == spec[3]  # a shipped profile says its stack
+    assert provenance["source"]["parameters"]["precision"] == spec[4]
     assert cm.has_context and cm.kv_cache_tokens() > 0
     assert cm.draft_s("dspark", 7, 32) > cm.draft_s("dflash", 7, 32) > 0
 

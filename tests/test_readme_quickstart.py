@@ -15,11 +15,30 @@ def _script():
     return module
 
 
-def test_readme_quickstart_table_is_current():
+def test_readme_quickstart_table_and_its_prose_are_current():
     script = _script()
-    fresh = script.table_text(script.quickstart_arms())
-    written = script.readme_table((REPO / "README.md").read_text(encoding="utf-8"))
-    assert written == fresh, "README.md's quickstart table is stale: run python scripts/readme_quickstart.py"
+    arms = script.quickstart_arms()
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    assert script.readme_table(readme) == script.table_text(arms), \
+        "README.md's quickstart table is stale: run python scripts/readme_quickstart.py"
+    # every number the prose gives comes from the same run as the table
+    assert script.readme_prose(readme) == script.prose_text(arms), \
+        "README.md's quickstart prose is stale: run python scripts/readme_quickstart.py"
+
+
+def test_the_prose_reads_its_numbers_from_the_arms():
+    script = _script()
+    arm = {"median_user_tok_s": 50.0, "median_tpot_ms": 30.0, "request_goodput": 1.5,
+           "mean_verify_tokens_per_request_step": 4.0, "warnings": []}
+    arms = {name: dict(arm) for name in ("no-spec", "dspark-fixed", "dspark-hw", "dspark-oracle",
+                                         *script.ADAPTIVE_ARMS)}
+    arms["dspark-goodput"]["median_user_tok_s"] = 90.0
+    arms["dspark-oracle"]["median_user_tok_s"] = 100.0
+    arms["dspark-hw"]["mean_verify_tokens_per_request_step"] = 0.04
+    text = script.prose_text(arms)
+    assert "median TPOT of 30.0 ms is above the 25 ms SLO" in text
+    assert "give 50-90 tokens/s" in text and "dspark-goodput is highest" in text and "10% below the oracle" in text
+    assert "verifies 0.04 drafts per request and step" in text
 
 
 def test_the_timing_sentence_states_runs_machine_and_load():

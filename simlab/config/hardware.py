@@ -106,15 +106,19 @@ class TableHardware(StrictModel):
 class RooflineHardware(StrictModel):
     """A roofline model: a GPU spec x a model config (see ``simlab profiles list`` and docs/hardware.md).
 
-    ``calibration`` picks the efficiencies: ``auto`` (the default) the GPU's fit to public measurements for the
-    default engine, an engine name (``vllm``, ``tensorrt-llm``) that engine's step overheads, ``none`` the
-    constant efficiencies. Every tuning parameter given overrides the calibration's value; left out, it takes the
-    calibration's (or, with ``none``, the default documented in docs/hardware.md).
+    ``stack`` is the serving engine the model stands for (its step overheads, attention kernel, CUDA-graph sizes),
+    ``precision`` the format of the decoder layers' weights and ``kv_precision`` the KV cache's. ``calibration``
+    picks the efficiencies: ``auto`` (the default) the GPU's fit to public measurements for that stack, ``none``
+    the constant efficiencies. Every tuning parameter given overrides the calibration's value; left out, it takes
+    the calibration's (or, with ``none``, the default documented in docs/hardware.md).
     """
 
     kind: Literal["roofline"]
     gpu: str
     model: str
+    stack: Literal["vllm", "sglang", "trtllm", "eager"] = "vllm"
+    precision: Literal["bf16", "fp8", "fp4"] = "bf16"
+    kv_precision: Literal["bf16", "fp8"] = "bf16"
     tensor_parallel: PositiveInt = Field(default=1, le=64)
     calibration: str = "auto"
     cuda_graph_buckets: Union[Literal["default", "none"], list[PositiveInt]] = "default"
@@ -132,6 +136,10 @@ class RooflineHardware(StrictModel):
     knee_width: Optional[float] = Field(default=None, ge=0.0, le=4.0)
     elementwise_efficiency: Optional[float] = Field(default=None, gt=0.0, le=1.0)
     attention_efficiency: Optional[float] = Field(default=None, gt=0.0, le=1.0)
+    host_launch_s: Optional[NonNegativeFloat] = None
+    quantized_efficiency: Optional[float] = Field(default=None, gt=0.0, le=1.0)
+    prefill_efficiency: Optional[float] = Field(default=None, gt=0.0, le=1.0)
+    draft_forward_overhead_s: Optional[NonNegativeFloat] = None
 
     @model_validator(mode="after")
     def _buckets(self) -> "RooflineHardware":

@@ -16,7 +16,7 @@ Drafter forwards use the same parts (:class:`CalibratedDevice`), without the tar
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
 import numpy as np
 
@@ -71,9 +71,9 @@ class CalibratedRooflineCostModel(RooflineCostModel):
         device: CalibratedDevice = self.device  # type: ignore[assignment]
         tp = tensor_parallel
         head_bytes = model.lm_head_params * BF16_BYTES / tp
-        self._body_weight_s = (self.weight_read_bytes - head_bytes) / device.bytes_per_s
+        self._body_weight_s = (self.weight_read_bytes - head_bytes) / device.matmul_bytes_per_s
         self._head_weight_s = head_bytes / device.bytes_per_s
-        self._body_flop_token_s = 2.0 * model.body_matmul_params / tp / device.flop_per_s
+        self._body_flop_token_s = 2.0 * model.body_matmul_params / tp / device.matmul_flop_per_s
         self._head_flop_token_s = 2.0 * model.lm_head_params / tp / device.flop_per_s
         self._elem_token_s = (model.num_layers * elementwise_bytes_per_token(model, tp) / device.elem_bytes_per_s)
         kernels = model.num_layers * (ELEMENTWISE_KERNELS_PER_LAYER + ATTENTION_KERNELS_PER_LAYER)
@@ -83,8 +83,11 @@ class CalibratedRooflineCostModel(RooflineCostModel):
         self._width = device.width
 
     # ----------------------------------------------------------------------------------------- target forward
-    def _linear_s(self, tokens: float, head_tokens: float) -> float:
-        body = gemm_s(self._body_weight_s, self._body_flop_token_s * tokens, tokens, self._width)
+    def _linear_s(self, tokens: float, head_tokens: float, flop_tokens: Optional[float] = None) -> float:
+        """Decoder-layer GEMMs over ``tokens`` (their FLOPs those of ``flop_tokens``, default ``tokens``), the LM
+        head over ``head_tokens``, and the per-token elementwise and all-reduce time."""
+        flop_tokens = tokens if flop_tokens is None else flop_tokens
+        body = gemm_s(self._body_weight_s, self._body_flop_token_s * flop_tokens, tokens, self._width)
         head = gemm_s(self._head_weight_s, self._head_flop_token_s * head_tokens, head_tokens, self._width)
         return body + head + (self._elem_token_s + self._ar_token_s) * tokens
 
@@ -94,8 +97,10 @@ class CalibratedRooflineCostModel(RooflineCostModel):
         return context_tokens * knee(self._kv_token_s, self._attn_pair_s * queries_per_request, self._width)
 
     def _verify_one(self, b: float, padded: float, c: float, requests: float) -> float:
-        return (self._linear_s(padded, padded) + self._attention_s(b / requests, c)
-                + self._fixed_s + self._request_s * requests)
+        gpu = self._linear_s(padded, padded) + self._attention_s(b / requests, c)
+        if self._launch_floor_s > gpu and padded > self._graph_limit:
+            gpu = self._launch_floor_s
+        return gpu + self._fixed_s + self._request_s * requests
 
     def _verify_array(self, batch_tokens: Any, context_tokens: Any, num_requests: Any) -> np.ndarray:
         b = np.asarray(batch_tokens, dtype=float)
@@ -106,7 +111,10 @@ class CalibratedRooflineCostModel(RooflineCostModel):
                   + gemm_array(self._head_weight_s, self._head_flop_token_s * padded, padded, self._width)
                   + (self._elem_token_s + self._ar_token_s) * padded)
         attention = np.maximum(c, 0.0) * knee_array(self._kv_token_s, self._attn_pair_s * (b / requests), self._width)
-        cost = linear + attention + self._fixed_s + self._request_s * requests
+        gpu = linear + attention
+        if self._launch_floor_s > 0.0:
+            gpu = np.where(padded > self._graph_limit, np.maximum(gpu, self._launch_floor_s), gpu)
+        cost = gpu + self._fixed_s + self._request_s * requests
         return np.where(b > 0, cost, 0.0)
 
     def step_s(self, decode_tokens: int, context_tokens: float, num_requests: int, prefill_tokens: int = 0,
@@ -118,9 +126,11 @@ class CalibratedRooflineCostModel(RooflineCostModel):
         attention = self._attention_s(d / requests, c) if d > 0 else 0.0
         # logits only for the decode tokens and, of a prefill chunk, its last token
         head_tokens = d if d > 0 else 1.0
-        return (self._linear_s(d + prefill_tokens, head_tokens) + attention
-                + self._attn_pair_s * float(prefill_attn_pairs)
-                + self._fixed_s + self._request_s * (requests + 1.0))
+        # a prefill chunk's FLOPs (GEMMs and causal attention) run at prefill_efficiency of the decode GEMMs' rate
+        scale = 1.0 / self.params.prefill_efficiency
+        gpu = (self._linear_s(d + prefill_tokens, head_tokens, d + prefill_tokens * scale) + attention
+               + self._attn_pair_s * float(prefill_attn_pairs) * scale)
+        return max(gpu, self._launch_floor_s) + self._fixed_s + self._request_s * (requests + 1.0)
 
     # ----------------------------------------------------------------------------------------- provenance
     def describe(self) -> dict[str, Any]:
@@ -129,17 +139,18 @@ class CalibratedRooflineCostModel(RooflineCostModel):
         from simlab.hardware.calibration import calibration_entry, fitted_values
 
         out = super().describe()
-        gpu, _, engine = self.params.calibration.partition("/")
+        gpu, _, stack = self.params.calibration.partition("/")
         entry = calibration_entry(self.gpu.name) or {}
         error = dict(entry.get("error") or {})
         if "excluded" in error:  # listed row by row in hw_profiles/calibration/fitted.yaml
             error["excluded"] = len(error["excluded"])
-        calibration: dict[str, Any] = {"name": self.params.calibration, "engine": engine,
-                                       "fitted_on": entry.get("fitted_on")}
+        stack_fit = dict((entry.get("stacks") or {}).get(stack) or {})
+        calibration: dict[str, Any] = {"name": self.params.calibration, "stack": stack,
+                                       "fitted_on": entry.get("fitted_on"), "stack_fit": stack_fit}
         if entry.get("note"):
             calibration["note"] = entry["note"]
         try:
-            fitted = fitted_values(gpu, engine)
+            fitted = fitted_values(gpu, stack)
         except InputError:
             fitted = {}
         overridden = sorted(k for k, v in fitted.items() if k != "calibration" and getattr(self.params, k) != v)

@@ -1,10 +1,10 @@
 """Which calibration a roofline uses, and its fitted values (hw_profiles/calibration/fitted.yaml).
 
-``hardware: {kind: roofline, gpu, model}`` is calibrated by default: ``calibration: auto`` takes the GPU's fit for
-the default engine (vLLM), ``calibration: ENGINE`` another engine's step overheads, ``calibration: none`` the old
-constant efficiencies. Any tuning parameter given in the config overrides the fitted value. The fit itself is made
-by ``scripts/calibrate_hardware.py`` (:mod:`simlab.hardware.calfit`) from the measurements listed in
-hw_profiles/calibration/SOURCES.md.
+``hardware: {kind: roofline, gpu, model, stack}`` is calibrated by default: ``calibration: auto`` takes the GPU's
+fit (its operator-level efficiencies) with the stack's fitted host overheads and attention efficiency,
+``calibration: none`` the old constant efficiencies. Any tuning parameter given in the config overrides the fitted
+value. The fit itself is made by ``scripts/calibrate_hardware.py`` (:mod:`simlab.hardware.calfit`) from the
+measurements listed in hw_profiles/calibration/SOURCES.md.
 """
 
 from __future__ import annotations
@@ -20,14 +20,19 @@ from simlab.common.errors import InputError
 from simlab.common.resources import shipped_dir
 from simlab.config.hardware import RooflineHardware
 from simlab.hardware.device import RooflineParams
+from simlab.hardware.stacks import get_stack
 
 AUTO = "auto"
 NONE = "none"
+ENGINE_NAMES = ("vllm", "sglang", "trtllm", "tensorrt-llm", "eager")  # what calibration: used to name
 FITTED_FILE = Path("calibration") / "fitted.yaml"
-CALIBRATED_ONLY = ("request_overhead_s", "knee_width", "elementwise_efficiency", "attention_efficiency")
+CALIBRATED_ONLY = ("request_overhead_s", "knee_width", "elementwise_efficiency", "attention_efficiency",
+                   "quantized_efficiency", "prefill_efficiency")
 FITTED_PARAMETERS = ("bw_efficiency", "flop_efficiency", "knee_width", "elementwise_efficiency",
                      "kernel_launch_s", "attention_efficiency")
-ENGINE_PARAMETERS = ("step_overhead_s", "request_overhead_s")
+# fitted per GPU and serving stack on engine measurements (stage 3)
+STACK_PARAMETERS = ("step_overhead_s", "request_overhead_s", "attention_efficiency", "prefill_efficiency",
+                    "quantized_efficiency")
 _PARAM_FIELDS = tuple(f.name for f in fields(RooflineParams) if f.name != "calibration")
 
 
@@ -58,10 +63,10 @@ def load_fitted(path: Optional[Path] = None) -> dict[str, Any]:
     return _read_fitted(str(path or fitted_path()))
 
 
-def engines(gpu: str, fitted: Optional[dict[str, Any]] = None) -> list[str]:
-    """The engines whose step overheads were fitted for ``gpu`` (empty for a GPU without a fit)."""
+def stacks(gpu: str, fitted: Optional[dict[str, Any]] = None) -> list[str]:
+    """The serving stacks calibrated for ``gpu`` (empty for a GPU without a fit)."""
     entry = (fitted or load_fitted())["gpus"].get(gpu)
-    return list(entry["engines"]) if entry else []
+    return list(entry.get("stacks") or ()) if entry else []
 
 
 def calibration_entry(gpu: str, fitted: Optional[dict[str, Any]] = None) -> Optional[dict[str, Any]]:
@@ -69,22 +74,20 @@ def calibration_entry(gpu: str, fitted: Optional[dict[str, Any]] = None) -> Opti
     return (fitted or load_fitted())["gpus"].get(gpu)
 
 
-def fitted_values(gpu: str, choice: str, *, file: Optional[str] = None, field: str = "hardware.calibration"
+def fitted_values(gpu: str, stack: str, *, file: Optional[str] = None, field: str = "hardware.stack"
                   ) -> dict[str, Any]:
-    """The parameters of ``gpu``'s calibration ``choice`` (auto or an engine), with ``calibration`` set to its
-    label ``GPU/ENGINE``. An unknown choice raises :class:`InputError` listing the valid ones."""
+    """The calibrated parameters of ``stack`` on ``gpu``, with ``calibration`` set to its label ``GPU/STACK``. A
+    stack the fit has none for raises :class:`InputError` listing the valid ones."""
     fitted = load_fitted()
     entry = calibration_entry(gpu, fitted)
-    engine = fitted.get("default_engine", "vllm") if choice == AUTO else choice
-    if entry is None or engine not in entry["engines"]:
-        known = engines(gpu, fitted)
-        valid = ", ".join([AUTO, NONE] + known) if known else NONE
-        problem = ("no calibration of that name for this GPU" if entry else
-                   "this GPU has no calibration; use the constant efficiencies")
-        raise InputError(problem, file=file, field=field, value=choice, valid=valid)
+    if entry is None or stack not in (entry.get("stacks") or {}):
+        known = stacks(gpu, fitted)
+        problem = ("no calibration of this serving stack on this GPU" if entry else
+                   "this GPU has no calibration; use the constant efficiencies (calibration: none)")
+        raise InputError(problem, file=file, field=field, value=stack, valid=", ".join(known) or "calibration: none")
     values = {name: float(entry["parameters"][name]) for name in FITTED_PARAMETERS}
-    values.update({name: float(entry["engines"][engine][name]) for name in ENGINE_PARAMETERS})
-    values["calibration"] = f"{gpu}/{engine}"
+    values.update({name: float(entry["stacks"][stack][name]) for name in STACK_PARAMETERS})
+    values["calibration"] = f"{gpu}/{stack}"
     return values
 
 
@@ -92,13 +95,20 @@ def resolve_params(cfg: RooflineHardware, gpu: str, *, file: Optional[str] = Non
                    ) -> RooflineParams:
     """The roofline parameters in force: the config's values over the calibration's (or the constants')."""
     given = {name: getattr(cfg, name) for name in _PARAM_FIELDS if getattr(cfg, name, None) is not None}
+    stack = {"host_launch_s": get_stack(cfg.stack).host_launch_s}
     choice = cfg.calibration.strip().lower()
-    sub = f"{field}.calibration" if field else "calibration"
     if choice == NONE:
         for name in CALIBRATED_ONLY:
             if name in given:
                 raise InputError("applies only to a calibrated roofline", file=file,
                                  field=f"{field}.{name}" if field else name, value=given[name],
                                  valid="leave it out with calibration: none, or set calibration: auto")
-        return RooflineParams(**given)
-    return RooflineParams(**{**fitted_values(gpu, choice, file=file, field=sub), **given})
+        return RooflineParams(**{**stack, **given})
+    if choice != AUTO:
+        why = ("the serving engine is chosen by stack: now" if choice in ENGINE_NAMES
+               else "unknown calibration")
+        raise InputError(why, file=file, field=f"{field}.calibration" if field else "calibration", value=cfg.calibration,
+                         valid="auto (the GPU's fit for the stack) or none (the constant efficiencies); "
+                               "the engine: stack: vllm | sglang | trtllm | eager")
+    sub = f"{field}.stack" if field else "stack"
+    return RooflineParams(**{**stack, **fitted_values(gpu, cfg.stack, file=file, field=sub), **given})

@@ -53,28 +53,43 @@ def list_command() -> None:
     from simlab.hardware.specs import GPUS, MODELS
 
     console = Console()
+    if not console.is_terminal:
+        console = Console(width=160)
     profiles = Table(title="Shipped profiles (hw_profiles/; use the name as `hardware:`)")
     profiles.add_column("name", no_wrap=True)
-    for column in ("B=1 step ms", "kv_cache_tokens", "source"):
+    for column in ("stack", "weights / KV", "B=1 step ms", "kv_cache_tokens", "source"):
         profiles.add_column(column)
     for name, path in shipped_profiles().items():
         try:
             cm = load_profile(path)
         except InputError as err:
-            profiles.add_row(name, "-", "-", f"unreadable: {err}")
+            profiles.add_row(name, "-", "-", "-", "-", f"unreadable: {err}")
             continue
-        profiles.add_row(name, f"{cm.verify_s(1) * 1e3:.2f}", str(cm.kv_cache_tokens() or "-"),
-                         _source(cm.config.provenance or {}))
+        provenance = cm.config.provenance or {}
+        stack, precision = _stack_and_precision(provenance)
+        profiles.add_row(name, stack, precision, f"{cm.verify_s(1) * 1e3:.2f}", str(cm.kv_cache_tokens() or "-"),
+                         _source(provenance))
     console.print(profiles)
     gpus = Table(title="GPUs (hardware: {kind: roofline, gpu: NAME, model: NAME})")
     gpus.add_column("gpu", no_wrap=True)
-    for column in ("HBM TB/s", "bf16 TFLOP/s", "memory GiB", "NVLink GB/s/dir", "shipped", "description"):
+    for column in ("HBM TB/s", "bf16 TFLOP/s", "fp8", "fp4", "memory GiB", "NVLink GB/s/dir", "shipped", "description"):
         gpus.add_column(column)
     for spec in GPUS.values():
         gpus.add_row(spec.name, f"{spec.hbm_bytes_per_s / 1e12:g}", f"{spec.bf16_flop_per_s / 1e12:g}",
+                     _tflops(spec.fp8_flop_per_s), _tflops(spec.fp4_flop_per_s),
                      f"{spec.memory_bytes / 2**30:g}", f"{spec.nvlink_bytes_per_s / 1e9:g}",
                      "yes" if spec.name in SHIPPED_GPUS else "no", spec.description)
     console.print(gpus)
+    from simlab.hardware.stacks import STACKS
+
+    stacks = Table(title="Serving stacks (hardware: {kind: roofline, ..., stack: NAME})")
+    for column in ("stack", "engine", "CUDA-graph sizes", "host launch floor"):
+        stacks.add_column(column, no_wrap=column == "stack")
+    for spec in STACKS.values():
+        sizes = spec.capture_sizes
+        stacks.add_row(spec.name, spec.engine, f"{len(sizes)} up to {sizes[-1]}" if sizes else "none",
+                       f"{spec.host_launch_s * 1e6:g} us/kernel" if spec.host_launch_s else "-")
+    console.print(stacks)
     models = Table(title="Models")
     models.add_column("model", no_wrap=True)
     models.add_column("Hugging Face id", no_wrap=True)
@@ -86,6 +101,20 @@ def list_command() -> None:
     console.print(models)
 
 
+DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}
+
+
+def _stack_and_precision(provenance: dict) -> tuple[str, str]:
+    """The serving stack and the weight / KV precision a profile stands for, from its provenance."""
+    params = (provenance.get("source") or {}).get("parameters") or {}
+    if provenance.get("generator") == "simlab profile":  # measured with simlab's own kernels (real mode)
+        dtype = DTYPES.get(str(provenance.get("dtype")), str(provenance.get("dtype", "-")))
+        return "eager", f"{dtype} / {dtype}"
+    if not params:
+        return "-", "-"
+    return str(params.get("stack", "vllm")), f"{params.get('precision', 'bf16')} / {params.get('kv_precision', 'bf16')}"
+
+
 def _source(provenance: dict) -> str:
     """Where a profile's numbers come from, in a few words (its provenance)."""
     if provenance.get("measured") is False:
@@ -94,6 +123,10 @@ def _source(provenance: dict) -> str:
     if provenance.get("measured") is True:
         return "fitted to measurements" if provenance.get("generator") == "simlab profiles fit" else "measured"
     return "unstated"
+
+
+def _tflops(value) -> str:
+    return "-" if value is None else f"{value / 1e12:g}"
 
 
 @profiles_app.command("export")

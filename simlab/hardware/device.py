@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any, Optional
 
+from simlab.hardware.precision import peak_flop_per_s
 from simlab.hardware.specs import BF16_BYTES, GIB, GpuSpec, ModelConfig
 
 # vLLM's memory profiling run: max_num_batched_tokens tokens through the model, max_num_seqs sampled rows
@@ -43,6 +44,13 @@ class RooflineParams:
     knee_width: Optional[float] = None
     elementwise_efficiency: Optional[float] = None
     attention_efficiency: Optional[float] = None
+    precision: str = "bf16"  # the decoder layers' matmul weights (simlab.hardware.precision)
+    kv_precision: str = "bf16"
+    stack: str = "vllm"  # the serving stack (simlab.hardware.stacks)
+    host_launch_s: float = 0.0  # a step outside a CUDA graph costs at least its kernels x this
+    quantized_efficiency: float = 1.0  # FP8/FP4 GEMMs reach this fraction of the bf16 GEMMs' efficiencies
+    prefill_efficiency: float = 1.0  # a prefill chunk's FLOPs run at this fraction of flop_efficiency
+    draft_forward_overhead_s: float = 0.0  # host time per drafter forward
     calibration: str = "none"
 
     @property
@@ -62,6 +70,12 @@ class Device:
         self.params = params
         self.bytes_per_s = gpu.hbm_bytes_per_s * params.bw_efficiency
         self.flop_per_s = gpu.bf16_flop_per_s * params.flop_efficiency
+        # the target's decoder-layer GEMMs run at their precision's tensor-core peak (W8A8, W4A4), and quantised
+        # kernels (scales, activation quantisation) reach a fraction of bf16's efficiencies
+        quantized = params.quantized_efficiency if params.precision != "bf16" else 1.0
+        self.matmul_flop_per_s = ((peak_flop_per_s(gpu, params.precision) or gpu.bf16_flop_per_s)
+                                  * params.flop_efficiency * quantized)
+        self.matmul_bytes_per_s = self.bytes_per_s * quantized
         if tensor_parallel > 1:
             # ring all-reduce: each GPU sends and receives 2 (tp - 1) / tp of the buffer over its links
             ring_factor = 2.0 * (tensor_parallel - 1) / tensor_parallel

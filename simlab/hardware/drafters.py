@@ -9,7 +9,9 @@
   target LM head over all R x gamma tokens.
 - DSpark: DFlash's block plus gamma sequential head steps over R rows: an embedding lookup, a rank-256
   projection to the vocabulary (W2: 256 x V), added to the block's logits, then sampling.
-Each forward pays ``kernel_launch_s`` per kernel; the target's fixed step overhead is not charged again.
+Each forward pays ``kernel_launch_s`` per kernel, and the stack's host time per drafter forward
+(``draft_forward_overhead_s``); the target's fixed step overhead is not charged again. Drafter weights are bf16
+(EAGLE-3, DFlash and DSpark checkpoints are); the KV their layers read is at the engine's ``kv_precision``.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from dataclasses import dataclass
 
 from simlab.hardware.base import check_method
 from simlab.hardware.device import Device, RooflineParams, kv_heads_per_gpu
+from simlab.hardware.precision import KV_BYTES
 from simlab.hardware.specs import BF16_BYTES, ModelConfig
 
 LAYER_KERNELS = 9  # norm, qkv, q/k-norm+rope, attention, o-proj, add+norm, gate-up, activation, down
@@ -60,7 +63,7 @@ class RooflineDrafter:
         h = model.hidden_size
         qkv_width = (model.num_heads + 2 * model.num_kv_heads) * model.head_dim
         layer_matmul = model.attention_params_per_layer + model.mlp_params_per_layer
-        kv_per_layer = 2 * kv_heads_per_gpu(model, tp) * model.head_dim * BF16_BYTES
+        kv_per_layer = 2 * kv_heads_per_gpu(model, tp) * model.head_dim * KV_BYTES[params.kv_precision]
         attn_per_layer = 4.0 * model.num_heads * model.head_dim / tp
 
         def shape(matmul_params: float, extra_params: float, layers: int, kernels: int, **kw: float) -> ForwardShape:
@@ -121,11 +124,13 @@ class RooflineDrafter:
             check_method(method)
             return 0.0
         r, c = float(num_requests), float(context_tokens)
+        host = self.params.draft_forward_overhead_s  # per drafter forward the engine launches
         if method in ("eagle3", "mtp"):
-            return gamma * self.autoregressive_step_s(method, r, c) + self.autoregressive_round_s(method, r)
+            return (gamma * self.autoregressive_step_s(method, r, c) + self.autoregressive_round_s(method, r)
+                    + gamma * host)
         if method == "dflash":
-            return self.parallel_block_s(r * gamma, r, c)
+            return self.parallel_block_s(r * gamma, r, c) + host
         if method == "dspark":
-            return self.parallel_block_s(r * gamma, r, c) + gamma * self.head_step_s(r)
+            return self.parallel_block_s(r * gamma, r, c) + gamma * self.head_step_s(r) + host
         check_method(method)
         return 0.0

@@ -26,8 +26,14 @@ from simlab.hardware.device import (
     default_activation_reserve_bytes,
     kv_heads_per_gpu,
 )
-from simlab.hardware.drafters import RooflineDrafter
-from simlab.hardware.specs import BF16_BYTES, GpuSpec, ModelConfig
+from simlab.hardware.drafters import LAYER_KERNELS, LM_HEAD_KERNELS, SAMPLING_KERNELS, RooflineDrafter
+from simlab.hardware.precision import KV_BYTES, WEIGHT_BYTES
+from simlab.hardware.specs import GpuSpec, ModelConfig
+
+
+def target_kernels(model: ModelConfig) -> int:
+    """Kernels one target forward launches: every decoder layer's, the LM head's and the sampler's."""
+    return model.num_layers * LAYER_KERNELS + LM_HEAD_KERNELS + SAMPLING_KERNELS
 
 
 class RooflineCostModel(CostModel):
@@ -51,15 +57,23 @@ class RooflineCostModel(CostModel):
         self.name = f"{gpu.name}_{model.name}" + (f"-tp{tensor_parallel}" if tensor_parallel > 1 else "")
         self.device = device = self.device_class(gpu, tensor_parallel, params)
         tp = tensor_parallel
-        self.weight_read_bytes = model.read_params * BF16_BYTES / tp  # per GPU, per forward
-        self.kv_bytes_per_token = model.kv_bytes_per_token(kv_heads_per_gpu(model, tp))  # per GPU
-        self._mem_fixed_s = self.weight_read_bytes / device.bytes_per_s
+        self.weight_bytes_per_param = WEIGHT_BYTES[params.precision]
+        self.weight_bytes = model.weight_bytes_at(self.weight_bytes_per_param)  # every parameter, all GPUs
+        self.weight_read_bytes = model.read_bytes_at(self.weight_bytes_per_param) / tp  # per GPU, per forward
+        self.kv_bytes_per_token = model.kv_bytes_per_token(kv_heads_per_gpu(model, tp), KV_BYTES[params.kv_precision])
+        body_bytes = model.body_matmul_params * self.weight_bytes_per_param / tp
+        self._mem_fixed_s = body_bytes / device.matmul_bytes_per_s + (self.weight_read_bytes - body_bytes) / device.bytes_per_s
         self._mem_per_context_s = self.kv_bytes_per_token / device.bytes_per_s
-        self._decode_token_s = 2.0 * (model.body_matmul_params + model.lm_head_params) / tp / device.flop_per_s
-        self._prefill_token_s = 2.0 * model.body_matmul_params / tp / device.flop_per_s
+        self._decode_token_s = (2.0 * model.body_matmul_params / tp / device.matmul_flop_per_s
+                                + 2.0 * model.lm_head_params / tp / device.flop_per_s)
+        self._prefill_token_s = 2.0 * model.body_matmul_params / tp / device.matmul_flop_per_s
         self._attn_pair_s = 4.0 * model.num_layers * model.num_heads * model.head_dim / tp / device.flop_per_s
         self._ar_fixed_s, self._ar_token_s = device.allreduce_coefficients(2 * model.num_layers, model.hidden_size)
         self._fixed_s = self._ar_fixed_s + params.step_overhead_s
+        # outside a CUDA graph (above the largest captured size, or a stack without graphs) a forward cannot be
+        # faster than the host launching its kernels one by one
+        self._launch_floor_s = params.host_launch_s * target_kernels(model)
+        self._graph_limit = buckets.largest
         self.drafter = RooflineDrafter(model, device, params)
         self._kv_cache_tokens = self._capacity_tokens()
 
@@ -79,7 +93,10 @@ class RooflineCostModel(CostModel):
         queries_per_request = b / requests
         memory = self._mem_fixed_s + self._mem_per_context_s * c
         compute = self._decode_token_s * padded + self._attn_pair_s * queries_per_request * c
-        return (memory if memory > compute else compute) + self._ar_token_s * padded + self._fixed_s
+        gpu = memory if memory > compute else compute
+        if self._launch_floor_s > gpu and padded > self._graph_limit:
+            gpu = self._launch_floor_s
+        return gpu + self._ar_token_s * padded + self._fixed_s
 
     def _verify_array(self, batch_tokens: Any, context_tokens: Any, num_requests: Any) -> np.ndarray:
         b = np.asarray(batch_tokens, dtype=float)
@@ -88,7 +105,10 @@ class RooflineCostModel(CostModel):
         queries_per_request = b / np.maximum(np.asarray(num_requests, dtype=float), 1.0)
         memory = self._mem_fixed_s + self._mem_per_context_s * c
         compute = self._decode_token_s * padded + self._attn_pair_s * queries_per_request * c
-        cost = np.maximum(memory, compute) + self._ar_token_s * padded + self._fixed_s
+        gpu = np.maximum(memory, compute)
+        if self._launch_floor_s > 0.0:
+            gpu = np.where(padded > self._graph_limit, np.maximum(gpu, self._launch_floor_s), gpu)
+        cost = gpu + self._ar_token_s * padded + self._fixed_s
         return np.where(b > 0, cost, 0.0)
 
     def step_s(
@@ -107,10 +127,11 @@ class RooflineCostModel(CostModel):
         compute = (
             self._decode_token_s * d
             + self._attn_pair_s * queries_per_request * c
-            + self._prefill_token_s * prefill_tokens
-            + self._attn_pair_s * float(prefill_attn_pairs)
+            + (self._prefill_token_s * prefill_tokens + self._attn_pair_s * float(prefill_attn_pairs))
+            / self.params.prefill_efficiency
         )
-        return max(memory, compute) + self._ar_token_s * (d + prefill_tokens) + self._fixed_s
+        return (max(memory, compute, self._launch_floor_s) + self._ar_token_s * (d + prefill_tokens)
+                + self._fixed_s)
 
     # ----------------------------------------------------------------------------------------- drafter
     def draft_s(self, method: str, gamma: int, num_requests: int, context_tokens: float = 0.0) -> float:
@@ -124,7 +145,7 @@ class RooflineCostModel(CostModel):
 
     def _kv_budget_bytes(self) -> float:
         usable = self.params.gpu_memory_utilization * self.gpu.memory_bytes
-        return usable - self.model.weight_bytes / self.tp - self.activation_reserve_bytes()
+        return usable - self.weight_bytes / self.tp - self.activation_reserve_bytes()
 
     def _capacity_tokens(self) -> int:
         tokens = int(self._kv_budget_bytes() // self.kv_bytes_per_token)
@@ -148,7 +169,7 @@ class RooflineCostModel(CostModel):
             "parameters": self.params.as_dict(),
             "cuda_graph_buckets": self.buckets.to_config(),
             "derived": {
-                "weight_bytes": self.model.weight_bytes,
+                "weight_bytes": self.weight_bytes,
                 "weight_read_bytes_per_gpu": self.weight_read_bytes,
                 "kv_bytes_per_token_per_gpu": self.kv_bytes_per_token,
                 "activation_reserve_bytes": self.activation_reserve_bytes(),

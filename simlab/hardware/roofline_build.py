@@ -11,8 +11,10 @@ from simlab.hardware.buckets import Buckets
 from simlab.hardware.calibrated import CalibratedRooflineCostModel
 from simlab.hardware.calibration import resolve_params
 from simlab.hardware.device import RooflineParams
+from simlab.hardware.precision import check_precision
 from simlab.hardware.roofline import RooflineCostModel
 from simlab.hardware.specs import GpuSpec, ModelConfig, get_gpu, get_model
+from simlab.hardware.stacks import get_stack
 
 MAX_TENSOR_PARALLEL = 8  # one NVLink node
 
@@ -22,9 +24,13 @@ def build_roofline(cfg: RooflineHardware, *, file: Optional[str] = None, field: 
     calibration, tensor parallelism and that the model fits."""
     gpu = get_gpu(cfg.gpu, file=file, field=_subfield(field, "gpu"))
     model = get_model(cfg.model, file=file, field=_subfield(field, "model"))
+    check_precision(gpu, cfg.precision, file=file, field=_subfield(field, "precision"))
+    stack = get_stack(cfg.stack, file=file, field=_subfield(field, "stack"))
     params = resolve_params(cfg, gpu.name, file=file, field=field)
     cls = CalibratedRooflineCostModel if params.calibrated else RooflineCostModel
-    buckets = Buckets.from_config(cfg.cuda_graph_buckets)
+    # "default": the stack's own capture sizes (none for a stack without CUDA graphs)
+    buckets = Buckets(stack.capture_sizes) if cfg.cuda_graph_buckets == "default" else \
+        Buckets.from_config(cfg.cuda_graph_buckets)
     tp = cfg.tensor_parallel
     if tp <= MAX_TENSOR_PARALLEL and _splits(model, tp):
         cost_model = cls(gpu, model, tensor_parallel=tp, params=params, buckets=buckets)
@@ -59,7 +65,8 @@ def _fits(gpu: GpuSpec, model: ModelConfig, tp: int, params: RooflineParams) -> 
 
 def _does_not_fit(cm: RooflineCostModel) -> str:
     usable = cm.params.gpu_memory_utilization * cm.gpu.memory_bytes
-    return (f"{cm.model.name} does not fit: per GPU it needs {cm.model.weight_bytes / cm.tp / 1e9:.1f} GB of bf16 "
+    return (f"{cm.model.name} does not fit: per GPU it needs {cm.weight_bytes / cm.tp / 1e9:.1f} GB of "
+            f"{cm.params.precision} "
             f"weights plus {cm.activation_reserve_bytes() / 1e9:.1f} GB of activations, but {cm.gpu.name} at "
             f"gpu_memory_utilization {cm.params.gpu_memory_utilization} offers {usable / 1e9:.1f} GB, "
             "leaving nothing for the KV cache")

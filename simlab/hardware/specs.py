@@ -7,6 +7,7 @@ stacks come in binary sizes and the driver reports a little less than that.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Optional
 
 from simlab.common.errors import InputError
 
@@ -16,7 +17,7 @@ BF16_BYTES = 2
 
 @dataclass(frozen=True)
 class GpuSpec:
-    """One GPU's peak figures (dense bf16, no sparsity)."""
+    """One GPU's peak figures (dense tensor-core FLOP/s, no sparsity; None where it has no such tensor cores)."""
 
     name: str
     hbm_bytes_per_s: float
@@ -24,6 +25,8 @@ class GpuSpec:
     memory_bytes: int
     nvlink_bytes_per_s: float  # per direction: half the datasheet's bidirectional figure
     description: str
+    fp8_flop_per_s: Optional[float] = None
+    fp4_flop_per_s: Optional[float] = None
 
 
 @dataclass(frozen=True)
@@ -89,19 +92,29 @@ class ModelConfig:
     def weight_bytes(self) -> int:
         return self.total_params * BF16_BYTES
 
-    def kv_bytes_per_token(self, kv_heads: int | None = None) -> int:
-        """K and V for one token in every layer: 2 * layers * kv_heads * head_dim * 2 bytes."""
+    def weight_bytes_at(self, bytes_per_matmul_weight: float) -> float:
+        """Bytes of every parameter held in memory when the decoder layers' matmul weights take
+        ``bytes_per_matmul_weight`` each (the embedding, LM head and norms stay bf16)."""
+        return self.body_matmul_params * bytes_per_matmul_weight + (self.total_params - self.body_matmul_params) * BF16_BYTES
+
+    def read_bytes_at(self, bytes_per_matmul_weight: float) -> float:
+        """Bytes one decode forward reads (:attr:`read_params`), matmul weights at ``bytes_per_matmul_weight``."""
+        return self.body_matmul_params * bytes_per_matmul_weight + (self.read_params - self.body_matmul_params) * BF16_BYTES
+
+    def kv_bytes_per_token(self, kv_heads: int | None = None, bytes_per_element: float = BF16_BYTES) -> float:
+        """K and V for one token in every layer: 2 * layers * kv_heads * head_dim * bytes per element (2: bf16)."""
         heads = self.num_kv_heads if kv_heads is None else kv_heads
-        return 2 * self.num_layers * heads * self.head_dim * BF16_BYTES
+        return 2 * self.num_layers * heads * self.head_dim * bytes_per_element
 
 
 GPUS: dict[str, GpuSpec] = {
     spec.name: spec
     for spec in (
         GpuSpec("a100-80g", 2.039e12, 312e12, 80 * GIB, 300e9, "NVIDIA A100 80GB SXM (HBM2e)"),
-        GpuSpec("h100-sxm", 3.35e12, 989e12, 80 * GIB, 450e9, "NVIDIA H100 SXM5 80GB (HBM3)"),
-        GpuSpec("h200", 4.8e12, 989e12, 141 * GIB, 450e9, "NVIDIA H200 SXM 141GB (HBM3e)"),
-        GpuSpec("b200", 8.0e12, 2.25e15, 180 * GIB, 900e9, "NVIDIA B200 180GB (HBM3e), HGX B200 figures"),
+        GpuSpec("h100-sxm", 3.35e12, 989e12, 80 * GIB, 450e9, "NVIDIA H100 SXM5 80GB (HBM3)", fp8_flop_per_s=1979e12),
+        GpuSpec("h200", 4.8e12, 989e12, 141 * GIB, 450e9, "NVIDIA H200 SXM 141GB (HBM3e)", fp8_flop_per_s=1979e12),
+        GpuSpec("b200", 8.0e12, 2.25e15, 180 * GIB, 900e9, "NVIDIA B200 180GB (HBM3e), HGX B200 figures",
+                fp8_flop_per_s=4.5e15, fp4_flop_per_s=9.0e15),
     )
 }
 
@@ -111,6 +124,7 @@ MODELS: dict[str, ModelConfig] = {
         ModelConfig("qwen3-4b", "Qwen/Qwen3-4B", 36, 2560, 32, 8, 128, 9728, 151936, True, True),
         ModelConfig("qwen3-8b", "Qwen/Qwen3-8B", 36, 4096, 32, 8, 128, 12288, 151936, False, True),
         ModelConfig("qwen3-14b", "Qwen/Qwen3-14B", 40, 5120, 40, 8, 128, 17408, 151936, False, True),
+        ModelConfig("qwen3-32b", "Qwen/Qwen3-32B", 64, 5120, 64, 8, 128, 25600, 151936, False, True),
         ModelConfig("llama-3.1-8b", "meta-llama/Llama-3.1-8B", 32, 4096, 32, 8, 128, 14336, 128256, False, False),
         ModelConfig("llama-3-70b", "meta-llama/Meta-Llama-3-70B", 80, 8192, 64, 8, 128, 28672, 128256, False, False),
     )

@@ -6,6 +6,9 @@
    activation kernels.
 2. **End to end** (engine latencies of static batches), with stage 1 fixed: ``attention_efficiency`` (shared)
    and, per engine, ``step_overhead_s`` and ``request_overhead_s``.
+3. **Serving stacks** (benchmark runs of today's engines, :mod:`simlab.hardware.calfit.serving`), with stage 1
+   fixed: per stack ``step_overhead_s``, ``request_overhead_s`` and ``attention_efficiency``, which the cost
+   models use.
 
 Both minimise squared log residuals (:func:`simlab.hardware.calfit.lsq.fit_log`). Rows a source's ``fit`` does not
 select are held out and only evaluated; rows that cannot be valid (:func:`static_batch_exclusion`) are listed and
@@ -30,6 +33,7 @@ from simlab.hardware.calfit.observe import (
     static_batch_exclusion,
     static_batch_rows,
 )
+from simlab.hardware.calfit.serving import STACK_FIT, ServingRecord, fit_stack, read_records, stack_entry
 from simlab.hardware.calfit.sources import OPERATORS, STATIC_BATCH, Source, Spec
 from simlab.hardware.device import RooflineParams
 from simlab.hardware.knee import MAX_KNEE_WIDTH
@@ -161,6 +165,7 @@ class Calibrator:
         for gpu in sorted({g["end_to_end"] for g in self.spec.gpus.values()}):
             self.fit_gpu_end_to_end(gpu)
         gpus = {name: self.gpu_entry(name, how) for name, how in self.spec.gpus.items()}
+        self.fit_stacks(gpus)
         for check in self.spec.reference_checks:
             entry = gpus[check["gpu"]]
             entry["error"].setdefault("reference_checks", []).append(
@@ -207,3 +212,50 @@ class Calibrator:
                     "attention efficiency and engine step overheads")
         entry["error"] = error
         return entry
+
+    # ------------------------------------------------------------------------------------------- stage 3
+    def serving_records(self) -> list[ServingRecord]:
+        serving = self.spec.serving
+        return read_records(self.spec.folder / serving["file"]) if serving else []
+
+    def fit_stacks(self, gpus: dict[str, Any]) -> None:
+        """Stage 3 into ``gpus[...]["stacks"]``: each GPU with serving records fits its stacks (in the order
+        calibration.yaml lists them, so that a stack borrows from one fitted before it); the others take their
+        donor's stacks."""
+        serving = self.spec.serving
+        if not serving:
+            return
+        records = self.serving_records()
+        for gpu_name, stacks in serving["stacks"].items():
+            base = replace(self.operator_fits[gpu_name][0], calibration="fit")
+            fitted: dict[str, RooflineParams] = {}
+            entries: dict[str, Any] = {}
+            for stack, how in stacks.items():
+                names = tuple(how.get("fit") or ())
+                donor = how.get("borrow")
+                start = fitted[donor] if donor else base
+                rows = fitted_records(records, gpu_name, stack, how)
+                result = None
+                if names:
+                    params, result = fit_stack(rows, start, names)
+                else:
+                    params = start
+                fitted[stack] = params
+                borrowed = {n: f"{gpu_name}/{donor}" for n in STACK_FIT if n not in names} if donor else {}
+                entries[stack] = stack_entry(params, result, names, sorted({r.id for r in rows}), borrowed,
+                                             how.get("note"))
+            gpus[gpu_name]["stacks"] = entries
+        for gpu_name, donor in serving.get("donors", {}).items():
+            gpus[gpu_name]["stacks"] = {
+                stack: {**{k: v for k, v in entry.items() if k in STACK_FIT}, "fitted": [], "fitted_on": [],
+                        "borrowed": {n: f"{donor}/{stack}" for n in STACK_FIT},
+                        "note": f"No serving measurement on this GPU was fitted: {donor}'s {stack} fit is used."}
+                for stack, entry in gpus[donor]["stacks"].items()}
+
+
+def fitted_records(records: list[ServingRecord], gpu: str, stack: str, how: dict[str, Any]) -> list[ServingRecord]:
+    """The records a stack is fitted on: its GPU and engine, a listed source, and that source's row filter."""
+    sources = {name: dict(rows or {}) for name, rows in dict(how.get("sources") or {}).items()}
+    return [r for r in records if r.gpu == gpu and r.engine == stack and r.source in sources
+            and all(str(getattr(r, k)) == str(v) for k, v in sources[r.source].items())]
+

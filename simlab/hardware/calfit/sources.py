@@ -56,6 +56,7 @@ class Spec:
     sources: list[Source]
     gpus: dict[str, dict[str, Any]]
     reference_checks: list[dict[str, Any]]
+    serving: Optional[dict[str, Any]] = None  # stage 3: the serving records' file and which stacks fit on what
 
     def source(self, source_id: str) -> Source:
         return next(s for s in self.sources if s.id == source_id)
@@ -93,4 +94,4 @@ def load_spec(folder: Path) -> Spec:
                               frame=frame, fit=entry.get("fit", "none"), model=entry.get("model"),
                               prefill_chunk_tokens=int(entry.get("prefill_chunk_tokens", 8192))))
     return Spec(folder=folder, default_engine=data.get("default_engine", "vllm"), models=models, sources=sources,
-                gpus=data["gpus"], reference_checks=data.get("reference_checks", []))
+                gpus=data["gpus"], reference_checks=data.get("reference_checks", []), serving=data.get("serving"))

@@ -1,0 +1,174 @@
+"""Stage 3 of the fit: serving stacks on end-to-end engine measurements (hw_profiles/calibration/engine_measurements.csv).
+
+Each record is one benchmark run of a serving engine: ``concurrency`` users (``vllm bench serve --max-concurrency``,
+or every request at once) sending ``num_prompts`` requests of ``input_tokens`` prompt and ``output_tokens`` output
+tokens, and what the benchmark printed (mean TPOT, output throughput). With the operator-level parameters fixed,
+the stack's ``step_overhead_s``, ``request_overhead_s`` and ``attention_efficiency`` are fitted on its records
+whose source calibration.yaml lists (``serving.stacks``); every other record is held out. A stack with few records
+fits only some of the three and takes the rest from another stack (``borrow``).
+
+The fit predicts a record in closed form, for a closed loop of ``B`` users that all decode: a step holds ``B``
+decode tokens at their mean context ``input + output / 2``, and a fraction ``B / output`` of the steps also
+prefills one prompt; TPOT is the mean step, a request's cycle is its prefill step plus ``output - 1`` steps.
+``simlab profiles check`` then simulates every record with the engine itself and states that error.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Optional
+
+import numpy as np
+import pandas as pd
+
+from simlab.hardware.buckets import Buckets
+from simlab.hardware.calfit.lsq import FitResult, fit_log
+from simlab.hardware.calibrated import CalibratedRooflineCostModel
+from simlab.hardware.calibration import STACK_PARAMETERS
+from simlab.hardware.device import RooflineParams
+from simlab.hardware.specs import get_gpu, get_model
+from simlab.hardware.stacks import get_stack
+
+SERVING_FILE = "engine_measurements.csv"
+STACK_FIT = STACK_PARAMETERS
+X0 = {"step_overhead_s": 0.5, "request_overhead_s": 10.0, "attention_efficiency": 0.7, "prefill_efficiency": 0.6,
+      "quantized_efficiency": 0.8}  # ms, us, fractions
+SCALE = {"step_overhead_s": 1e-3, "request_overhead_s": 1e-6, "attention_efficiency": 1.0, "prefill_efficiency": 1.0,
+         "quantized_efficiency": 1.0}
+LOWER = {"step_overhead_s": 0.0, "request_overhead_s": 0.0, "attention_efficiency": 0.05, "prefill_efficiency": 0.05,
+         "quantized_efficiency": 0.05}
+UPPER = {"step_overhead_s": 20.0, "request_overhead_s": 500.0, "attention_efficiency": 1.0, "prefill_efficiency": 1.0,
+         "quantized_efficiency": 1.0}
+METRICS = ("mean_tpot_ms", "output_throughput_tok_s")
+
+
+@dataclass(frozen=True)
+class ServingRecord:
+    """One row of engine_measurements.csv."""
+
+    id: str
+    source: str
+    engine: str  # the stack: vllm | sglang | trtllm | eager
+    gpu: str
+    tensor_parallel: int
+    model: str
+    precision: str
+    kv_precision: str
+    input_tokens: int
+    output_tokens: int
+    concurrency: int
+    num_prompts: int
+    max_num_seqs: int
+    max_batch_tokens: int
+    mean_tpot_ms: Optional[float]
+    output_throughput_tok_s: Optional[float]
+    url: str
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        """(GPU, stack, precision): the groups the error is stated for."""
+        return (self.gpu, self.engine, self.precision)
+
+    def hardware(self) -> dict[str, Any]:
+        """The roofline config this record is simulated on."""
+        return {"kind": "roofline", "gpu": self.gpu, "model": self.model, "stack": self.engine,
+                "precision": self.precision, "kv_precision": self.kv_precision,
+                "tensor_parallel": self.tensor_parallel}
+
+
+def _optional(value: Any) -> Optional[float]:
+    return None if value is None or (isinstance(value, float) and math.isnan(value)) or value == "" else float(value)
+
+
+def read_records(path: Path) -> list[ServingRecord]:
+    """Every record of ``path`` (lines starting with # are comments)."""
+    frame = pd.read_csv(path, comment="#", keep_default_na=True)
+    records = []
+    for row in frame.to_dict("records"):
+        records.append(ServingRecord(
+            id=str(row["id"]), source=str(row["source"]), engine=str(row["engine"]), gpu=str(row["gpu"]),
+            tensor_parallel=int(row["tensor_parallel"]), model=str(row["model"]), precision=str(row["precision"]),
+            kv_precision=str(row["kv_precision"]), input_tokens=int(row["input_tokens"]),
+            output_tokens=int(row["output_tokens"]), concurrency=int(row["concurrency"]),
+            num_prompts=int(row["num_prompts"]), max_num_seqs=int(row["max_num_seqs"]),
+            max_batch_tokens=int(row["max_batch_tokens"]), mean_tpot_ms=_optional(row.get("mean_tpot_ms")),
+            output_throughput_tok_s=_optional(row.get("output_throughput_tok_s")), url=str(row["url"])))
+    return records
+
+
+def cost_model(record: ServingRecord, params: RooflineParams) -> CalibratedRooflineCostModel:
+    """The calibrated roofline a record's stack, precision and model give with ``params``."""
+    params = replace(params, precision=record.precision, kv_precision=record.kv_precision, stack=record.engine)
+    buckets = Buckets(get_stack(record.engine).capture_sizes)
+    return CalibratedRooflineCostModel(get_gpu(record.gpu), get_model(record.model),
+                                       tensor_parallel=record.tensor_parallel, params=params, buckets=buckets)
+
+
+def predict(record: ServingRecord, params: RooflineParams) -> dict[str, float]:
+    """The closed-form steady state of a record (module docstring): mean TPOT (ms) and output throughput."""
+    cm = cost_model(record, params)
+    lin, lout, budget = record.input_tokens, record.output_tokens, record.max_batch_tokens
+    kv_users = (cm.kv_cache_tokens() or 0) // (lin + lout)
+    users = max(1, min(record.concurrency, record.max_num_seqs, record.num_prompts, kv_users))
+    queued = record.concurrency > users  # requests wait: every prefill step is filled to the token budget
+    context = users * (lin + lout / 2.0)
+    decode = float(cm.verify_s(users, context, users))
+    chunk = max(1, min(budget - users, lin * (record.concurrency - users) if queued else lin))
+    mixed = cm.step_s(users, context, users, chunk, chunk * lin / 2.0)
+    share = min(1.0, users * lin / (lout * chunk))  # steps that also prefill: users x input tokens per output
+    tpot = (1.0 - share) * decode + share * mixed
+    if queued:
+        return {"mean_tpot_ms": tpot * 1e3, "output_throughput_tok_s": users / tpot}
+    cycle = mixed * math.ceil(lin / chunk) + (lout - 1) * tpot
+    return {"mean_tpot_ms": tpot * 1e3, "output_throughput_tok_s": users * lout / cycle}
+
+
+def observations(records: list[ServingRecord]) -> list[tuple[ServingRecord, str, float]]:
+    """(record, metric, measured value) for every metric a record gives."""
+    out = []
+    for record in records:
+        for metric in METRICS:
+            value = getattr(record, metric)
+            if value is not None:
+                out.append((record, metric, value))
+    return out
+
+
+def stack_params(base: RooflineParams, names: tuple[str, ...], x: np.ndarray) -> RooflineParams:
+    return replace(base, **{name: float(v) * SCALE[name] for name, v in zip(names, x)})
+
+
+def fit_stack(records: list[ServingRecord], base: RooflineParams, names: tuple[str, ...]
+              ) -> tuple[RooflineParams, FitResult]:
+    """Fit ``names`` (of :data:`STACK_FIT`) on ``records``, every other parameter as in ``base``."""
+    obs = observations(records)
+    measured = np.array([value for _, _, value in obs])
+
+    def model(x: np.ndarray) -> np.ndarray:
+        params = stack_params(base, names, x)
+        return np.array([predict(record, params)[metric] for record, metric, _ in obs])
+
+    result = fit_log(model, measured, [X0[n] for n in names], [LOWER[n] for n in names],
+                     [UPPER[n] for n in names])
+    return stack_params(base, names, result.x), result
+
+
+def stack_entry(params: RooflineParams, result: Optional[FitResult], names: tuple[str, ...], fitted_on: list[str],
+                borrowed: dict[str, str], note: Optional[str]) -> dict[str, Any]:
+    """What fitted.yaml holds for one GPU's stack."""
+    from simlab.hardware.calfit.lsq import rounded
+
+    entry: dict[str, Any] = {name: rounded(getattr(params, name)) for name in STACK_FIT}
+    if result is not None:
+        entry["standard_errors"] = {name: rounded(se * SCALE[name], 3) for name, se in
+                                    zip(names, result.standard_errors)}
+        entry["rms_log_residual"] = rounded(result.rms_log_residual, 3)
+    entry["fitted"] = list(names)
+    entry["fitted_on"] = fitted_on
+    if borrowed:
+        entry["borrowed"] = borrowed
+    if note:
+        entry["note"] = " ".join(note.split())
+    return entry

@@ -1,0 +1,142 @@
+"""``simlab profiles check``: every public engine measurement the profiles are calibrated or checked on,
+simulated by the engine itself against what the engine measured.
+
+Each record of hw_profiles/calibration/engine_measurements.csv becomes a closed-loop scenario: ``concurrency``
+users (every request at once when the benchmark sent them so), constant prompt and output lengths, the engine's
+``max_num_seqs`` and ``max_batch_tokens``, one arm without speculation, on the calibrated roofline of the record's
+GPU, model, stack, precision and KV precision (or on a named profile). The error of each metric is
+``simulated / measured - 1``; a record is *fitted* when its stack's fit used it (fitted.yaml) and *held out*
+otherwise. ``error_table`` states the error per GPU x stack x precision x role, which docs/hardware.md shows and
+``tests/test_profile_check.py`` recomputes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterable, Optional
+
+import numpy as np
+
+from simlab.hardware.calfit.serving import SERVING_FILE, ServingRecord, read_records
+
+METRIC_KEYS = {"mean_tpot_ms": "mean_tpot_ms", "output_throughput_tok_s": "output_throughput"}
+MIN_REQUESTS = 64  # at least this many requests simulated per record (and four per user)
+
+
+@dataclass(frozen=True)
+class CheckRow:
+    """One metric of one record: measured, simulated, and whether the fit used the record."""
+
+    record: ServingRecord
+    metric: str
+    measured: float
+    simulated: float
+    role: str  # fitted | held out
+
+    @property
+    def error(self) -> float:
+        return self.simulated / self.measured - 1.0
+
+
+def records_path() -> Path:
+    from simlab.common.resources import shipped_dir
+
+    return shipped_dir("hw_profiles") / "calibration" / SERVING_FILE
+
+
+def load_records(path: Optional[Path] = None) -> list[ServingRecord]:
+    """The shipped engine measurements (or ``path``'s)."""
+    return read_records(path or records_path())
+
+
+def fitted_ids(fitted: Optional[dict] = None) -> set[str]:
+    """Every record id a stack's fit used, over all GPUs of fitted.yaml."""
+    from simlab.hardware.calibration import load_fitted
+
+    fitted = fitted or load_fitted()
+    return {rid for entry in fitted["gpus"].values() for stack in (entry.get("stacks") or {}).values()
+            for rid in stack.get("fitted_on", ())}
+
+
+def num_simulated_requests(record: ServingRecord) -> int:
+    return min(record.num_prompts, max(4 * record.concurrency, MIN_REQUESTS))
+
+
+def record_scenario(record: ServingRecord, hardware: Any = None) -> dict[str, Any]:
+    """The scenario that replays ``record`` (on ``hardware``, by default the record's calibrated roofline)."""
+    return {
+        "name": "check", "seed": 0,
+        "workload": {"kind": "closed_loop", "concurrency": record.concurrency,
+                     "num_requests": num_simulated_requests(record),
+                     "prompt_tokens": {"dist": "constant", "value": record.input_tokens},
+                     "output_tokens": {"dist": "constant", "value": record.output_tokens}},
+        "hardware": hardware if hardware is not None else record.hardware(),
+        "engine": {"max_num_seqs": record.max_num_seqs, "max_batch_tokens": record.max_batch_tokens},
+        "acceptance": {"kind": "iid", "alpha": 0.5},
+        "arms": [{"name": "no-spec", "method": "none"}],
+    }
+
+
+def simulate_record(record: ServingRecord, hardware: Any = None) -> dict[str, float]:
+    """The simulated metrics of ``record`` (keys of :data:`METRIC_KEYS`)."""
+    from simlab.runner import run_scenario
+
+    metrics = next(iter(run_scenario(record_scenario(record, hardware), plot=False).arms.values()))
+    return {name: float(metrics[key]) for name, key in METRIC_KEYS.items()}
+
+
+def check_records(records: Iterable[ServingRecord], *, hardware: Any = None, fitted: Optional[dict] = None,
+                  on_record: Optional[Callable[[int], None]] = None) -> list[CheckRow]:
+    """Simulate every record; one :class:`CheckRow` per measured metric."""
+    used = fitted_ids(fitted)
+    rows = []
+    for i, record in enumerate(records):
+        simulated = simulate_record(record, hardware)
+        role = "fitted" if record.id in used else "held out"
+        for metric in METRIC_KEYS:
+            measured = getattr(record, metric)
+            if measured is not None:
+                rows.append(CheckRow(record, metric, measured, simulated[metric], role))
+        if on_record is not None:
+            on_record(i + 1)
+    return rows
+
+
+def users_class(concurrency: int) -> str:
+    """The load classes the error is stated for: one user, a few, and 32 or more (every request at once counts
+    as its request count)."""
+    return "1" if concurrency <= 1 else ("2-31" if concurrency < 32 else "32+")
+
+
+def error_table(rows: Iterable[CheckRow]) -> list[dict[str, Any]]:
+    """Per GPU x stack x precision x role x users: points, median and largest absolute error (to 0.1 %)."""
+    groups: dict[tuple, list[float]] = {}
+    for row in rows:
+        key = (row.record.gpu, row.record.engine, row.record.precision, row.role, users_class(row.record.concurrency))
+        groups.setdefault(key, []).append(abs(row.error))
+    out = []
+    for (gpu, stack, precision, role, users), errors in sorted(groups.items()):
+        out.append({"gpu": gpu, "stack": stack, "precision": precision, "role": role, "users": users,
+                    "points": len(errors), "median_abs_error": round(float(np.median(errors)), 3),
+                    "max_abs_error": round(float(np.max(errors)), 3)})
+    return out
+
+
+def matching_records(records: list[ServingRecord], description: dict[str, Any]) -> list[ServingRecord]:
+    """The records a profile stands for: its GPU, model, stack and precision (from its provenance)."""
+    wanted = {k: description.get(k) for k in ("gpu", "model", "stack", "precision")}
+    return [r for r in records if (r.gpu, r.model, r.engine, r.precision) == tuple(wanted.values())]
+
+
+ERROR_FILE = "engine_error.yaml"
+
+
+def error_document(rows: list[CheckRow]) -> dict[str, Any]:
+    """What hw_profiles/calibration/engine_error.yaml holds: every record's metrics, simulated against measured,
+    and the error per GPU x stack x precision x role (scripts/calibrate_hardware.py writes it after each fit)."""
+    records = [{"id": r.record.id, "metric": r.metric, "role": r.role, "measured": r.measured,
+                "simulated": float(f"{r.simulated:.6g}"), "error": round(r.error, 4)} for r in rows]
+    return {"generator": "scripts/calibrate_hardware.py (simlab profiles check)", "records": records,
+            "summary": error_table(rows)}
+
