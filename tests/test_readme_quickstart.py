@@ -22,7 +22,7 @@ def test_readme_quickstart_table_and_its_prose_are_current():
     assert script.readme_table(readme) == script.table_text(arms), \
         "README.md's quickstart table is stale: run python scripts/readme_quickstart.py"
     # every number the prose gives comes from the same run as the table
-    assert script.readme_prose(readme) == script.prose_text(arms), \
+    assert script.readme_prose(readme) == script.prose_text(arms, script.unpadded_hardware_aware()), \
         "README.md's quickstart prose is stale: run python scripts/readme_quickstart.py"
 
 
@@ -35,10 +35,12 @@ def test_the_prose_reads_its_numbers_from_the_arms():
     arms["dspark-goodput"]["median_user_tok_s"] = 90.0
     arms["dspark-oracle"]["median_user_tok_s"] = 100.0
     arms["dspark-hw"]["mean_verify_tokens_per_request_step"] = 0.04
-    text = script.prose_text(arms)
+    text = " ".join(script.prose_text(arms, {"mean_verify_tokens_per_request_step": 4.4, "median_user_tok_s": 120.0})
+                    .split())
     assert "median TPOT of 30.0 ms is above the 25 ms SLO" in text
     assert "give 50-90 tokens/s" in text and "dspark-goodput is highest" in text and "10% below the oracle" in text
     assert "verifies 0.04 drafts per request and step" in text
+    assert "without its buckets it verifies 4.40 drafts and gives 120 tokens/s" in text
 
 
 def test_the_timing_sentence_states_runs_machine_and_load():

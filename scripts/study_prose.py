@@ -1,0 +1,215 @@
+#!/usr/bin/env python
+"""Write the results paragraph of each shipped study in docs/studies.md from its committed report (reports/<study>/),
+between the markers ``<!-- BEGIN study results: NAME -->`` and ``<!-- END study results: NAME -->``: every number in
+those paragraphs is read from the same report the page shows.
+
+    python scripts/study_prose.py            # rewrite the paragraphs (after python scripts/make_reports.py)
+    python scripts/study_prose.py --check    # exit 1 if a paragraph differs from its report
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import textwrap
+from pathlib import Path
+
+import pandas as pd
+
+REPO = Path(__file__).resolve().parent.parent
+DOC = REPO / "docs" / "studies.md"
+THR, USER, VERIFY = "output_throughput_per_gpu", "median_user_tok_s", "mean_verify_tokens_per_request_step"
+
+
+def _pct(x: float) -> str:
+    return f"{x:+.0%}" if abs(x) >= 0.095 else f"{x:+.1%}"
+
+
+def _range(low: float, high: float, spec: str = "{:.2f}") -> str:
+    return spec.format(low) if spec.format(low) == spec.format(high) else f"{spec.format(low)}-{spec.format(high)}"
+
+
+def _pivot(table: pd.DataFrame, value: str, index: str = "workload.concurrency") -> pd.DataFrame:
+    return table.pivot(index=index, columns="arm", values=value)
+
+
+def _sweep(name: str):
+    from simlab.studies.sweep_data import read_sweep_folder
+
+    return read_sweep_folder(REPO / "reports" / name)
+
+
+def _first_below(thr: pd.DataFrame, arm: str, other: str):
+    below = [load for load in thr.index if thr.loc[load, arm] < thr.loc[load, other]]
+    return below[0] if below else None
+
+
+def crossover() -> str:
+    table = _sweep("crossover").table
+    thr, user, verify = _pivot(table, THR), _pivot(table, USER), _pivot(table, VERIFY)
+    fixed = ["fixed-3", "fixed-5", "fixed-7"]
+    best = thr[fixed].idxmax(axis=1)
+    top = thr.index.max()
+    runs, start = [], thr.index[0]
+    for i, load in enumerate(thr.index):
+        nxt = thr.index[i + 1] if i + 1 < len(thr.index) else None
+        if nxt is None or best[nxt] != best[load]:
+            runs.append(f"{best[load].replace('fixed-', 'γ = ')} at {start}" + (f"-{load}" if load != start else ""))
+            start = nxt
+    hw_below = _first_below(thr, "hardware-aware", "no-spec")
+    adaptive_vs_best = thr["adaptive"] / thr[fixed].max(axis=1) - 1
+    best_arm_top = thr.loc[top].drop("no-spec").idxmax()
+    return " ".join([
+        f"One user gets {user.loc[1, 'fixed-7']:.0f} tokens/s with DSpark γ = 7 against {user.loc[1, 'no-spec']:.0f} "
+        f"without speculation ({user.loc[1, 'fixed-7'] / user.loc[1, 'no-spec']:.1f}×).",
+        f"The best fixed γ (output tokens/s per GPU) by users: {', '.join(runs)}.",
+        f"Fixed γ = 7 against no speculation: {_pct(thr.loc[1, 'fixed-7'] / thr.loc[1, 'no-spec'] - 1)} at one user, "
+        f"{_pct(thr.loc[128, 'fixed-7'] / thr.loc[128, 'no-spec'] - 1)} at 128 and "
+        f"{_pct(thr.loc[top, 'fixed-7'] / thr.loc[top, 'no-spec'] - 1)} at {top} "
+        f"({thr.loc[top, 'fixed-7']:,.0f} against {thr.loc[top, 'no-spec']:,.0f}); γ = 3 "
+        f"{_pct(thr.loc[top, 'fixed-3'] / thr.loc[top, 'no-spec'] - 1)} at {top}.",
+        f"The hardware-aware scheduler verifies {verify.loc[8, 'hardware-aware']:.2f} drafts per request and step at 8 "
+        f"users, {verify.loc[32, 'hardware-aware']:.2f} at 32 and {verify.loc[top, 'hardware-aware']:.2f} at {top}; "
+        + (f"from {hw_below} users on it gives less than no speculation "
+           f"({_pct(thr.loc[top, 'hardware-aware'] / thr.loc[top, 'no-spec'] - 1)} at {top})."
+           if hw_below is not None else "it never falls below no speculation."),
+        f"`goodput` and `async_topk` give {_pct(thr.loc[top, 'goodput'] / thr.loc[top, 'no-spec'] - 1)} and "
+        f"{_pct(thr.loc[top, 'async-topk'] / thr.loc[top, 'no-spec'] - 1)} over no speculation at {top} users.",
+        f"`adaptive` is {_pct(adaptive_vs_best.loc[1])} against the best fixed γ at one user and "
+        f"{_pct(adaptive_vs_best.loc[4:].min())} to {_pct(adaptive_vs_best.loc[4:].max())} from 4 users on; "
+        f"the best arm at {top} users is `{best_arm_top}`.",
+    ])
+
+
+def deepseek_sla() -> str:
+    from simlab.studies import gains
+
+    data = _sweep("deepseek-sla")
+    doc = json.loads((REPO / "reports" / "deepseek-sla" / "sweep.json").read_text(encoding="utf-8"))
+    levels = list(doc.get("sla_user_tok_s") or [])
+    sla = gains.sla_table(data, levels, "mtp-1")
+
+    def gains_of(arm: str) -> str:
+        parts = []
+        for level in levels:
+            row = sla[(sla["arm"] == arm) & (sla["level"] == level)].iloc[0]
+            base = sla[(sla["arm"] == "mtp-1") & (sla["level"] == level)].iloc[0]
+            if pd.isna(row[THR]):
+                parts.append(f"none at {level:g}")
+            elif pd.isna(base[THR]):
+                parts.append(f"{int(row['load'])} users at {level:g} (MTP-1: none)")
+            else:
+                parts.append(f"{_pct(row['vs_baseline'])} at {level:g}")
+        return ", ".join(parts)
+
+    thr = _pivot(data.table, THR)
+    hw_below = _first_below(thr, "dspark-5-hw", "no-spec")
+    return " ".join([
+        f"Against MTP-1, the best output tokens/s per GPU at a per-user speed SLA (tokens/s/user): DSpark γ = 5 with "
+        f"`async_topk` {gains_of('dspark-5-async')}; with `adaptive` {gains_of('dspark-5-adaptive')}; fixed "
+        f"{gains_of('dspark-5')}.",
+        (f"The hardware-aware arm gives less than no speculation from {hw_below} users on."
+         if hw_below is not None else "The hardware-aware arm never gives less than no speculation."),
+    ])
+
+
+def capacity() -> str:
+    doc = json.loads((REPO / "reports" / "capacity" / "whatif.json").read_text(encoding="utf-8"))
+    parts = []
+    for arm, entry in doc["arms"].items():
+        if entry["load"] is None:
+            parts.append(f"`{arm}` none in the range")
+            continue
+        gain = "" if arm == doc["baseline"] else f", {_pct(entry['gain_vs_baseline'])} tokens/s per GPU"
+        parts.append(f"`{arm}` {entry['load']:g}{gain}")
+    return (f"Fewest replicas meeting the SLA ({', '.join(f'{m} {op} {v:g}' for m, (op, v) in doc['sla'].items())}), "
+            f"and the gain in output tokens/s per GPU over `{doc['baseline']}` at its answer: " + "; ".join(parts) + ".")
+
+
+def gpus() -> str:
+    table = _sweep("gpus").table
+    out = []
+    for hardware, frame in table.groupby("hardware", sort=False):
+        thr, user = _pivot(frame, THR), _pivot(frame, USER)
+        top = thr.index.max()
+        best_fixed = thr[["fixed-3", "fixed-7"]].max(axis=1)
+        out.append(
+            f"{hardware.split('_')[0]}: one user {user.loc[1, 'fixed-7']:.0f} tokens/s with γ = 7 "
+            f"({user.loc[1, 'fixed-7'] / user.loc[1, 'no-spec']:.1f}× no speculation); at {top} users γ = 7 "
+            f"{_pct(thr.loc[top, 'fixed-7'] / thr.loc[top, 'no-spec'] - 1)}, γ = 3 "
+            f"{_pct(thr.loc[top, 'fixed-3'] / thr.loc[top, 'no-spec'] - 1)}, `adaptive` "
+            f"{_pct(thr.loc[top, 'adaptive'] / thr.loc[top, 'no-spec'] - 1)} "
+            f"({_pct(thr.loc[top, 'adaptive'] / best_fixed.loc[top] - 1)} against the better fixed γ), hardware-aware "
+            f"{_pct(thr.loc[top, 'hardware-aware'] / thr.loc[top, 'no-spec'] - 1)} against no speculation")
+    return "Per GPU: " + "; ".join(out) + "."
+
+
+def miscalibration() -> str:
+    table = _sweep("miscalibration").table
+    out = []
+    for users, frame in table.groupby("workload.concurrency"):
+        cells = frame.groupby(["acceptance.confidence.bias_logit", "acceptance.confidence.noise_logit_sd"])
+        hw_verify = frame[frame.arm == "hardware-aware"][VERIFY]
+        gaps = {}
+        for arm in ("hardware-aware", "goodput", "adaptive"):
+            values = [1 - c.set_index("arm").loc[arm, THR] / c.set_index("arm").loc["oracle", THR] for _, c in cells]
+            gaps[arm] = (min(values), max(values))
+        oracle_verify = frame[frame.arm == "oracle"][VERIFY]
+        out.append(
+            f"at {users} users the hardware-aware arm verifies {_range(hw_verify.min(), hw_verify.max())} drafts per "
+            f"request and step in every cell (the oracle {_range(oracle_verify.min(), oracle_verify.max())}) and gives "
+            f"{_range(*gaps['hardware-aware'], '{:.0%}')} less than the oracle; `goodput` "
+            f"{_range(*gaps['goodput'], '{:.1%}')} less, `adaptive` {_range(*gaps['adaptive'], '{:.1%}')} less")
+    return "Over the grid of head noise and bias: " + "; ".join(out) + "."
+
+
+STUDIES = {"crossover": crossover, "deepseek-sla": deepseek_sla, "capacity": capacity, "gpus": gpus,
+           "miscalibration": miscalibration}
+
+
+def markers(name: str) -> tuple[str, str]:
+    return f"<!-- BEGIN study results: {name} (scripts/study_prose.py) -->", f"<!-- END study results: {name} -->"
+
+
+def paragraph(name: str) -> str:
+    return textwrap.fill(STUDIES[name](), width=116)
+
+
+def written(text: str, name: str) -> str:
+    begin, end = markers(name)
+    return text.split(begin, 1)[1].split(end, 1)[0].strip("\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="exit 1 if a paragraph differs from its report")
+    args = parser.parse_args(argv)
+    text = DOC.read_text(encoding="utf-8")
+    stale = []
+    for name in STUDIES:
+        begin, end = markers(name)
+        if begin not in text or end not in text:
+            print(f"{DOC}: no markers for {name}", file=sys.stderr)
+            return 1
+        fresh = paragraph(name)
+        if written(text, name) != fresh:
+            stale.append(name)
+            head, rest = text.split(begin, 1)
+            text = head + begin + "\n" + fresh + "\n" + end + rest.split(end, 1)[1]
+    if args.check:
+        if stale:
+            print("stale in docs/studies.md: " + ", ".join(stale) + " (run python scripts/study_prose.py)",
+                  file=sys.stderr)
+            return 1
+        print("docs/studies.md's study results match the reports")
+        return 0
+    if stale:
+        DOC.write_text(text, encoding="utf-8")
+    print(f"wrote {DOC}: " + (", ".join(stale) if stale else "nothing changed"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(REPO))
+    sys.exit(main())

@@ -1,0 +1,35 @@
+"""docs/studies.md's results paragraphs are what scripts/study_prose.py writes from the committed reports."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _script():
+    sys.path.insert(0, str(REPO))
+    spec = importlib.util.spec_from_file_location("study_prose", REPO / "scripts" / "study_prose.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_every_study_paragraph_is_written_from_its_report():
+    script = _script()
+    doc = (REPO / "docs" / "studies.md").read_text(encoding="utf-8")
+    for name in script.STUDIES:
+        assert script.written(doc, name) == script.paragraph(name), \
+            f"docs/studies.md's {name} results are stale: run python scripts/study_prose.py"
+
+
+def test_the_paragraphs_read_the_numbers_of_the_report():
+    script = _script()
+    text = " ".join(script.paragraph("capacity").split())
+    import json
+
+    doc = json.loads((REPO / "reports" / "capacity" / "whatif.json").read_text(encoding="utf-8"))
+    for arm, entry in doc["arms"].items():
+        assert f"`{arm}` {entry['load']:g}" in text
