@@ -15,9 +15,13 @@
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
 
+# the interpreter: $PYTHON if given, else the active virtual environment's, else the checkout's .venv, else python3
 if [[ -z "${PYTHON:-}" ]]; then
-    if [[ -x .venv/bin/python ]]; then PYTHON=.venv/bin/python; else PYTHON=python3; fi
+    if [[ -n "${VIRTUAL_ENV:-}" && -x "${VIRTUAL_ENV}/bin/python" ]]; then PYTHON="${VIRTUAL_ENV}/bin/python"
+    elif [[ -x .venv/bin/python ]]; then PYTHON=.venv/bin/python
+    else PYTHON=python3; fi
 fi
+echo "gpu_profile: python ${PYTHON}" >&2
 export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-PASSIVE}" PYTHONUNBUFFERED=1
 
 dry_run=0

@@ -2,19 +2,15 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
+
+from helpers import load_script
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 def _script():
-    sys.path.insert(0, str(REPO))
-    spec = importlib.util.spec_from_file_location("study_prose", REPO / "scripts" / "study_prose.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("study_prose")
 
 
 def test_every_study_paragraph_is_written_from_its_report():

@@ -13,21 +13,63 @@ import typer
 
 
 def fit_command(
-    measurements: Path = typer.Argument(..., help="CSV of measurements: kind (optional), batch_tokens, "
-                                        "context_tokens, step_ms (docs/hardware.md, 'Fitting your own measurements')."),
+    measurements: list[Path] = typer.Argument(..., help="A CSV of step measurements (kind, batch_tokens, "
+                                              "context_tokens, step_ms), or engine benchmark results: `vllm bench "
+                                              "serve --save-result` JSON and SGLang `bench_serving` JSONL files "
+                                              "(docs/hardware.md, 'Fitting your own measurements')."),
     out: Path = typer.Option(..., "--out", "-o", help="Profile file to write (YAML); replaces only a file simlab wrote."),
     name: Optional[str] = typer.Option(None, "--name", help="The profile's name (default: the output file's stem)."),
+    gpu: Optional[str] = typer.Option(None, "--gpu", help="Benchmark results: the GPU they ran on."),
+    model: Optional[str] = typer.Option(None, "--model", help="Benchmark results: the model they served."),
+    stack: str = typer.Option("vllm", "--stack", help="Benchmark results: the engine (vllm, sglang, trtllm, eager)."),
+    precision: str = typer.Option("bf16", "--precision", help="Benchmark results: weights (bf16, fp8, fp4)."),
+    kv_precision: str = typer.Option("bf16", "--kv-precision", help="Benchmark results: the KV cache (bf16, fp8)."),
+    max_num_seqs: int = typer.Option(1024, "--max-num-seqs", min=1, help="Benchmark results: the server's limit."),
+    max_batch_tokens: int = typer.Option(8192, "--max-batch-tokens", min=1,
+                                         help="Benchmark results: the server's token budget per step."),
 ) -> None:
-    """Fit your benchmark numbers with the calibrated roofline's smooth knee and write a table profile."""
+    """Fit your measurements and write a table profile with the residual stated: step timings with the calibrated
+    roofline's smooth knee, or engine benchmark runs as a serving stack on the roofline of --gpu and --model."""
+    from simlab.common.errors import InputError
     from simlab.common.outputs import check_out_file, write_file_atomic
     from simlab.hardware.export import table_text
-    from simlab.hardware.userfit import GENERATOR, fit_profile, read_measurements
 
-    check_out_file(out, inputs=[measurements])
-    data = fit_profile(read_measurements(measurements), name=name or out.stem,
-                       command="simlab " + " ".join(shlex.quote(a) for a in sys.argv[1:]))
+    command = "simlab " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    check_out_file(out, inputs=list(measurements))
+    if all(p.suffix.lower() == ".csv" for p in measurements):
+        from simlab.hardware.userfit import GENERATOR, fit_profile, read_measurements
+
+        if len(measurements) != 1:
+            raise InputError("give one CSV of step measurements", field="MEASUREMENTS",
+                             value=", ".join(map(str, measurements)), valid="one CSV file")
+        data = fit_profile(read_measurements(measurements[0]), name=name or out.stem, command=command)
+        write_file_atomic(out, table_text(data, written_by=GENERATOR))
+        verify = data["provenance"]["residuals"][0]
+        typer.echo(f"wrote {out}: verify fitted to {verify['points']} rows, residual median "
+                   f"{verify['median_abs_rel_error']:.1%}, max {verify['max_abs_rel_error']:.1%} "
+                   "(all curves' residuals are in its provenance)")
+        return
+    from simlab.hardware.benchfit import GENERATOR, fit_bench
+
+    for option, value in (("--gpu", gpu), ("--model", model)):
+        if value is None:
+            raise InputError("benchmark results need the GPU and model they ran on", field=option,
+                             valid=f"{option} NAME (see `simlab profiles list`)")
+    _check_choice("--stack", stack, ("vllm", "sglang", "trtllm", "eager"))
+    _check_choice("--precision", precision, ("bf16", "fp8", "fp4"))
+    _check_choice("--kv-precision", kv_precision, ("bf16", "fp8"))
+    data = fit_bench(list(measurements), gpu=gpu, model=model, stack=stack, precision=precision,
+                     kv_precision=kv_precision, max_num_seqs=max_num_seqs, max_batch_tokens=max_batch_tokens,
+                     name=name or out.stem, command=command)
     write_file_atomic(out, table_text(data, written_by=GENERATOR))
-    verify = data["provenance"]["residuals"][0]
-    typer.echo(f"wrote {out}: verify fitted to {verify['points']} rows, residual median "
-               f"{verify['median_abs_rel_error']:.1%}, max {verify['max_abs_rel_error']:.1%} "
-               "(all curves' residuals are in its provenance)")
+    fit = data["provenance"]["fit"]
+    fitted = ", ".join(f"{k} {v:.4g} ± {fit['standard_errors'][k]:.2g}" for k, v in fit["fitted"].items())
+    typer.echo(f"wrote {out}: {fit['runs']} runs fitted ({fitted}); residual median {fit['residual_median_abs']:.1%}, "
+               f"max {fit['residual_max_abs']:.1%} (every run's residual is in its provenance)")
+
+
+def _check_choice(option: str, value: str, valid: tuple[str, ...]) -> None:
+    from simlab.common.errors import InputError
+
+    if value not in valid:
+        raise InputError("not one of the choices", field=option, value=value, valid=", ".join(valid))

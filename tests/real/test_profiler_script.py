@@ -64,3 +64,20 @@ def test_the_gpu_grid_is_the_one_asked_for_and_its_estimate_fits_the_budget():
     assert all(seconds > 0 for seconds in phases.values())
     assert sum(phases.values()) - phases["start-up"] < helper.BUDGET_S  # the whole grid is expected to fit
     assert helper.BUDGET_S + phases["start-up"] + 60 < 8 * 60  # with the hard stop's margin, under 8 minutes
+
+
+def test_the_active_virtual_environment_comes_before_the_checkouts_venv(tmp_path):
+    """A fresh clone whose test environment lives elsewhere (CI's .venv-ci) must not fall back to a stale .venv."""
+    import sys
+
+    env_dir = Path(sys.prefix)
+    env = {**os.environ, "VIRTUAL_ENV": str(env_dir)}
+    env.pop("PYTHON", None)
+    done = subprocess.run(["bash", str(SCRIPT), "--help"], capture_output=True, text=True, cwd=REPO, env=env,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert f"gpu_profile: python {env_dir}/bin/python" in done.stderr
+    env["PYTHON"] = sys.executable  # an explicit PYTHON wins over both
+    done = subprocess.run(["bash", str(SCRIPT), "--help"], capture_output=True, text=True, cwd=REPO, env=env,
+                          timeout=60)
+    assert f"gpu_profile: python {sys.executable}" in done.stderr

@@ -1,0 +1,136 @@
+"""``simlab profiles fit RESULT.json ... --gpu G --model M``: a serving stack fitted on the benchmark files a user
+already has, written as a table profile with the residual stated.
+
+Reads ``vllm bench serve --save-result`` JSON (one object a file) and SGLang ``bench_serving --output-file`` JSONL
+(one object a line): each run gives its concurrency (``max_concurrency``, or every request at once), its mean
+prompt and output lengths (``total_input_tokens`` and ``total_output_tokens`` over ``completed``), and what the
+benchmark measured (``mean_tpot_ms``, ``output_throughput``). The calibrated roofline of the GPU and model is
+fitted to them with the GPU's operator-level parameters fixed, as the shipped stacks are
+(:mod:`simlab.hardware.calfit.serving`): with 2-3 runs only ``step_overhead_s``, with 4-5 also
+``request_overhead_s``, from 6 also ``attention_efficiency``, from 8 also ``prefill_efficiency``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Optional
+
+import numpy as np
+
+from simlab.common.errors import InputError
+from simlab.hardware.calfit.serving import SCALE, ServingRecord, fit_stack, predict
+
+GENERATOR = "simlab profiles fit (engine benchmark results)"
+PARAMETER_STEPS = ((2, "step_overhead_s"), (4, "request_overhead_s"), (6, "attention_efficiency"),
+                   (8, "prefill_efficiency"))
+NEEDED = ("completed", "total_input_tokens", "total_output_tokens")
+SPECULATIVE_KEYS = ("accept_length", "spec_accept_length", "spec_decode_acceptance_length")
+
+
+def read_runs(path: Path) -> list[dict[str, Any]]:
+    """The benchmark runs in one file: a JSON object (vLLM) or JSON lines (SGLang)."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"cannot be read ({exc.strerror or exc})", file=path, valid="a benchmark result file") from None
+    try:
+        data = json.loads(text)
+        runs = data if isinstance(data, list) else [data]
+    except json.JSONDecodeError:
+        try:
+            runs = [json.loads(line) for line in text.splitlines() if line.strip()]
+        except json.JSONDecodeError as exc:
+            raise InputError(f"not JSON or JSON lines (line {exc.lineno}: {exc.msg})", file=path,
+                             valid="`vllm bench serve --save-result` JSON or SGLang `bench_serving --output-file` "
+                                   "JSONL") from None
+    for i, run in enumerate(runs):
+        missing = [k for k in NEEDED if not isinstance(run, dict) or k not in run]
+        if missing:
+            raise InputError(f"run {i + 1} is not a serving benchmark result: it lacks {', '.join(missing)}",
+                             file=path, valid="the JSON `vllm bench serve --save-result` or SGLang "
+                                              "`bench_serving --output-file` writes")
+        if any((run.get(k) or 0) > 1.0 for k in SPECULATIVE_KEYS):
+            raise InputError(f"run {i + 1} is speculative (acceptance length {run.get('accept_length')}); fitting "
+                             "speculative runs is not supported yet", file=path,
+                             valid="runs without speculation (the stack's step costs are fitted on those)")
+    return runs
+
+
+def run_record(run: dict[str, Any], *, label: str, gpu: str, model: str, stack: str, precision: str,
+               kv_precision: str, max_num_seqs: int, max_batch_tokens: int) -> ServingRecord:
+    completed = int(run["completed"])
+    if completed <= 0:
+        raise InputError("a run with no completed request", file=label, field="completed", value=completed)
+    rate = run.get("request_rate")
+    concurrency = run.get("max_concurrency") or completed  # every request at once without a cap
+    if not run.get("max_concurrency") and rate not in (None, "inf", float("inf")) and not (
+            isinstance(rate, float) and math.isinf(rate)):
+        raise InputError("an open-loop run at a finite request rate without max_concurrency", file=label,
+                         field="request_rate", value=rate, valid="runs with --max-concurrency, or every request at "
+                                                                 "once (request rate inf)")
+    tpot = run.get("mean_tpot_ms")
+    throughput = run.get("output_throughput")
+    if tpot is None and throughput is None:
+        raise InputError("the run states neither mean_tpot_ms nor output_throughput", file=label)
+    return ServingRecord(
+        id=label, source=label, engine=stack, gpu=gpu, tensor_parallel=1, model=model, precision=precision,
+        kv_precision=kv_precision, input_tokens=max(1, round(run["total_input_tokens"] / completed)),
+        output_tokens=max(2, round(run["total_output_tokens"] / completed)), concurrency=int(concurrency),
+        num_prompts=completed, max_num_seqs=max_num_seqs, max_batch_tokens=max_batch_tokens,
+        mean_tpot_ms=None if tpot is None else float(tpot),
+        output_throughput_tok_s=None if throughput is None else float(throughput), url=label)
+
+
+def fitted_names(num_observations: int) -> tuple[str, ...]:
+    return tuple(name for needed, name in PARAMETER_STEPS if num_observations >= needed)
+
+
+def fit_bench(files: list[Path], *, gpu: str, model: str, stack: str, precision: str, kv_precision: str,
+              max_num_seqs: int, max_batch_tokens: int, name: str, command: Optional[str] = None) -> dict[str, Any]:
+    """Fit the stack on the runs of ``files`` and return the table profile (with the fit in its provenance)."""
+    from simlab.config.hardware import RooflineHardware
+    from simlab.hardware.export import ExportSettings, table_dict
+    from simlab.hardware.roofline_build import build_roofline
+
+    base_cfg = RooflineHardware(kind="roofline", gpu=gpu, model=model, stack=stack, precision=precision,
+                                kv_precision=kv_precision)
+    start = build_roofline(base_cfg, field="")  # checks the names, the precision and that the model fits
+    records = []
+    for path in files:
+        for i, run in enumerate(read_runs(path)):
+            records.append(run_record(run, label=f"{path}#{i + 1}", gpu=start.gpu.name, model=start.model.name,
+                                      stack=stack, precision=precision, kv_precision=kv_precision,
+                                      max_num_seqs=max_num_seqs, max_batch_tokens=max_batch_tokens))
+    observations = sum((r.mean_tpot_ms is not None) + (r.output_throughput_tok_s is not None) for r in records)
+    names = fitted_names(observations)
+    if not names:
+        raise InputError(f"too few measurements to fit: {observations} (TPOT and throughput of {len(records)} runs)",
+                         field="RESULTS", valid="at least 2 measured values, e.g. one run stating both mean TPOT "
+                                                "and output throughput; more runs fit more parameters")
+    params, result = fit_stack(records, replace(start.params), names)
+    fitted = {n: float(getattr(params, n)) for n in names}
+    cost_model = build_roofline(base_cfg.model_copy(update=fitted), field="")
+    data = table_dict(cost_model, ExportSettings(), generator=GENERATOR)
+    data["name"] = name
+    residuals = []
+    for record in records:
+        predicted = predict(record, cost_model.params)
+        for metric in ("mean_tpot_ms", "output_throughput_tok_s"):
+            measured = getattr(record, metric)
+            if measured is not None:
+                residuals.append({"run": record.id, "metric": metric, "measured": measured,
+                                  "fitted": round(predicted[metric], 4),
+                                  "error": round(predicted[metric] / measured - 1.0, 4)})
+    errors = np.abs([r["error"] for r in residuals])
+    data["provenance"]["fit"] = {
+        "command": command, "files": [str(f) for f in files], "runs": len(records), "fitted": fitted,
+        "standard_errors": {n: float(se) * SCALE[n] for n, se in zip(names, result.standard_errors)},
+        "residual_median_abs": round(float(np.median(errors)), 4), "residual_max_abs": round(float(np.max(errors)), 4),
+        "residuals": residuals,
+        "note": "residuals are the closed-form steady state the fit uses (simlab.hardware.calfit.serving); "
+                "simulate the runs' scenarios to see the engine's own error",
+    }
+    return data

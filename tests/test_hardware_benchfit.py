@@ -1,0 +1,85 @@
+"""``simlab profiles fit`` on engine benchmark results (vLLM --save-result JSON, SGLang bench_serving JSONL).
+
+The fixtures are files in the engines' formats whose numbers the closed-form steady state made with a known step
+overhead (1.2 ms) and request overhead (20 us), so the fit can be checked against the truth."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from simlab.hardware.profiles import load_profile
+
+BENCH = Path(__file__).parent / "fixtures" / "bench"
+FILES = [BENCH / "vllm_c1.json", BENCH / "vllm_c4.json", BENCH / "sglang_runs.jsonl"]
+
+
+def fit(*args, out=None):
+    cmd = [sys.executable, "-m", "simlab", "profiles", "fit", *map(str, args)]
+    if out is not None:
+        cmd += ["--out", str(out)]
+    return subprocess.run(cmd, capture_output=True, text=True)
+
+
+def test_the_fit_recovers_the_step_overhead_and_writes_a_loadable_profile(tmp_path):
+    out = tmp_path / "mine.yaml"
+    run = fit(*FILES, "--gpu", "h100-sxm", "--model", "qwen3-8b", out=out)
+    assert run.returncode == 0, run.stderr
+    assert "4 runs fitted" in run.stdout and "residual median" in run.stdout
+    profile = load_profile(out)
+    fit_doc = profile.config.provenance["fit"]
+    step, se = fit_doc["fitted"]["step_overhead_s"], fit_doc["standard_errors"]["step_overhead_s"]
+    assert abs(step - 1.2e-3) <= max(4 * se, 1e-6)  # the truth, within four standard errors
+    assert fit_doc["residual_max_abs"] < 0.01 and len(fit_doc["residuals"]) == 8  # TPOT and throughput of 4 runs
+    assert profile.config.provenance["source"]["parameters"]["stack"] == "vllm"
+    assert profile.verify_s(1) > 0 and profile.kv_cache_tokens() > 0
+
+
+def test_two_values_fit_only_the_step_overhead(tmp_path):
+    out = tmp_path / "one.yaml"
+    run = fit(FILES[0], "--gpu", "h100-sxm", "--model", "qwen3-8b", "--stack", "sglang", out=out)
+    assert run.returncode == 0, run.stderr
+    fitted = load_profile(out).config.provenance["fit"]["fitted"]
+    assert list(fitted) == ["step_overhead_s"]
+
+
+@pytest.mark.parametrize("content,needle", [
+    ("{not json", "not JSON or JSON lines"),
+    (json.dumps({"completed": 3, "mean_tpot_ms": 7.0}), "lacks total_input_tokens, total_output_tokens"),
+    (json.dumps({"completed": 3, "total_input_tokens": 30, "total_output_tokens": 30, "accept_length": 3.2,
+                 "max_concurrency": 1, "mean_tpot_ms": 3.0}), "is speculative"),
+    (json.dumps({"completed": 3, "total_input_tokens": 30, "total_output_tokens": 30, "max_concurrency": 1}),
+     "states neither mean_tpot_ms nor output_throughput"),
+])
+def test_a_file_that_is_not_a_benchmark_result_is_exit_2_naming_it(tmp_path, content, needle):
+    bad = tmp_path / "bad.json"
+    bad.write_text(content)
+    run = fit(bad, "--gpu", "h100-sxm", "--model", "qwen3-8b", out=tmp_path / "x.yaml")
+    assert run.returncode == 2 and needle in run.stderr and str(bad) in run.stderr
+    assert "Traceback" not in run.stderr and not (tmp_path / "x.yaml").exists()
+
+
+def test_too_few_points_and_missing_options_are_exit_2(tmp_path):
+    one = tmp_path / "one.json"
+    doc = json.loads(FILES[0].read_text())
+    doc.pop("output_throughput")
+    one.write_text(json.dumps(doc))
+    run = fit(one, "--gpu", "h100-sxm", "--model", "qwen3-8b", out=tmp_path / "x.yaml")
+    assert run.returncode == 2 and "too few measurements to fit: 1" in run.stderr
+    run = fit(FILES[0], "--model", "qwen3-8b", out=tmp_path / "x.yaml")
+    assert run.returncode == 2 and "--gpu" in run.stderr
+    run = fit(FILES[0], "--gpu", "h100-sxm", "--model", "qwen3-8b", "--precision", "fp4", out=tmp_path / "x.yaml")
+    assert run.returncode == 2 and "no FP4 tensor cores" in run.stderr
+    run = fit(FILES[0], "--gpu", "h100-sxm", "--model", "qwen3-8b", "--stack", "tgi", out=tmp_path / "x.yaml")
+    assert run.returncode == 2 and "--stack" in run.stderr
+
+
+def test_the_fixtures_are_in_the_engines_formats():
+    vllm = json.loads(FILES[0].read_text())
+    assert {"max_concurrency", "completed", "total_input_tokens", "mean_tpot_ms", "output_throughput"} <= set(vllm)
+    lines = [json.loads(line) for line in FILES[2].read_text().splitlines()]
+    assert all(line["backend"] == "sglang" and "random_input_len" in line for line in lines)
