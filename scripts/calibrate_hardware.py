@@ -106,10 +106,11 @@ def stacks_markdown(data: dict) -> str:
 def engine_error_markdown(folder: Path = FOLDER) -> str:
     """docs/hardware.md's table of the error on engine measurements (engine_error.yaml's summary)."""
     document = yaml.safe_load((folder / "engine_error.yaml").read_text(encoding="utf-8"))
-    lines = ["| GPU | stack | precision | role | users | points | median error | worst error |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = ["| GPU | stack | precision | drafter | role | users | points | median error | worst error |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for e in document["summary"]:
-        lines.append(f"| `{e['gpu']}` | `{e['stack']}` | {e['precision']} | {e['role']} | {e['users']} | {e['points']} | "
+        lines.append(f"| `{e['gpu']}` | `{e['stack']}` | {e['precision']} | {e['drafter']} | {e['role']} | {e['users']} | "
+                     f"{e['points']} | "
                      f"{_pct(e['median_abs_error'])} | {_pct(e['max_abs_error'])} |")
     return "\n".join(lines)
 

@@ -61,13 +61,14 @@ def _rows_table(rows):
     from rich.table import Table
 
     table = Table(title="Engine measurements: measured against simulated", title_justify="left")
-    for header in ("record", "gpu", "stack", "prec.", "model", "users", "in/out", "metric", "measured",
+    for header in ("record", "gpu", "stack", "prec.", "model", "drafter", "users", "in/out", "metric", "measured",
                    "simulated", "error", "role"):
         table.add_column(header, justify="left" if header in ("record", "metric", "role") else "right",
                          no_wrap=header == "record")
     for row in rows:
         r = row.record
-        table.add_row(r.source, r.gpu, r.engine, f"{r.precision}/{r.kv_precision}", r.model, str(r.concurrency),
+        drafter = f"{r.spec_method} γ={r.num_draft_tokens} τ={r.acceptance_length:g}" if r.speculative else "-"
+        table.add_row(r.source, r.gpu, r.engine, f"{r.precision}/{r.kv_precision}", r.model, drafter, str(r.concurrency),
                       f"{r.input_tokens}/{r.output_tokens}", "TPOT ms" if row.metric == "mean_tpot_ms" else "tok/s",
                       f"{row.measured:,.2f}", f"{row.simulated:,.2f}", f"{row.error:+.1%}", row.role)
     return table
@@ -78,9 +79,9 @@ def _summary_table(summary):
 
     table = Table(title="Error per GPU x stack x precision (absolute relative error of TPOT and throughput)",
                   title_justify="left")
-    for header in ("gpu", "stack", "precision", "role", "users", "points", "median", "worst"):
+    for header in ("gpu", "stack", "precision", "drafter", "role", "users", "points", "median", "worst"):
         table.add_column(header, justify="right" if header in ("points", "median", "worst") else "left")
     for e in summary:
-        table.add_row(e["gpu"], e["stack"], e["precision"], e["role"], e["users"], str(e["points"]),
+        table.add_row(e["gpu"], e["stack"], e["precision"], e["drafter"], e["role"], e["users"], str(e["points"]),
                       f"{e['median_abs_error']:.1%}", f"{e['max_abs_error']:.1%}")
     return table

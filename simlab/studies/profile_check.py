@@ -63,8 +63,32 @@ def num_simulated_requests(record: ServingRecord) -> int:
     return min(record.num_prompts, max(4 * record.concurrency, MIN_REQUESTS))
 
 
+def iid_alpha(acceptance_length: float, gamma: int) -> float:
+    """The per-position acceptance probability whose expected tokens per round, ``(1 - a^(g+1)) / (1 - a)`` with
+    the bonus token, is ``acceptance_length`` (bisection; an acceptance length above g + 1 is out of range)."""
+    if not 1.0 <= acceptance_length <= gamma + 1:
+        raise ValueError(f"an acceptance length of {acceptance_length} cannot come from {gamma} drafts")
+    low, high = 0.0, 1.0
+    for _ in range(100):
+        mid = (low + high) / 2
+        tau = sum(mid ** k for k in range(gamma + 1))
+        low, high = (mid, high) if tau < acceptance_length else (low, mid)
+    return (low + high) / 2
+
+
+def record_arm(record: ServingRecord) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(arm, acceptance) replaying ``record``: no speculation, or its drafter at its draft length with
+    per-position acceptance set so that the expected tokens per round equal its measured acceptance length."""
+    if not record.speculative:
+        return {"name": "no-spec", "method": "none"}, {"kind": "iid", "alpha": 0.5}
+    gamma = int(record.num_draft_tokens)
+    return ({"name": record.spec_method, "method": record.spec_method, "gamma": gamma, "scheduler": {"kind": "fixed"}},
+            {"kind": "iid", "alpha": round(iid_alpha(float(record.acceptance_length), gamma), 6)})
+
+
 def record_scenario(record: ServingRecord, hardware: Any = None) -> dict[str, Any]:
     """The scenario that replays ``record`` (on ``hardware``, by default the record's calibrated roofline)."""
+    arm, acceptance = record_arm(record)
     return {
         "name": "check", "seed": 0,
         "workload": {"kind": "closed_loop", "concurrency": record.concurrency,
@@ -73,8 +97,8 @@ def record_scenario(record: ServingRecord, hardware: Any = None) -> dict[str, An
                      "output_tokens": {"dist": "constant", "value": record.output_tokens}},
         "hardware": hardware if hardware is not None else record.hardware(),
         "engine": {"max_num_seqs": record.max_num_seqs, "max_batch_tokens": record.max_batch_tokens},
-        "acceptance": {"kind": "iid", "alpha": 0.5},
-        "arms": [{"name": "no-spec", "method": "none"}],
+        "acceptance": acceptance,
+        "arms": [arm],
     }
 
 
@@ -110,15 +134,16 @@ def users_class(concurrency: int) -> str:
 
 
 def error_table(rows: Iterable[CheckRow]) -> list[dict[str, Any]]:
-    """Per GPU x stack x precision x role x users: points, median and largest absolute error (to 0.1 %)."""
+    """Per GPU x stack x precision x drafter x role x users: points, median and largest absolute error (0.1 %)."""
     groups: dict[tuple, list[float]] = {}
     for row in rows:
-        key = (row.record.gpu, row.record.engine, row.record.precision, row.role, users_class(row.record.concurrency))
+        r = row.record
+        key = (r.gpu, r.engine, r.precision, r.spec_method or "none", row.role, users_class(r.concurrency))
         groups.setdefault(key, []).append(abs(row.error))
     out = []
-    for (gpu, stack, precision, role, users), errors in sorted(groups.items()):
-        out.append({"gpu": gpu, "stack": stack, "precision": precision, "role": role, "users": users,
-                    "points": len(errors), "median_abs_error": round(float(np.median(errors)), 3),
+    for (gpu, stack, precision, drafter, role, users), errors in sorted(groups.items()):
+        out.append({"gpu": gpu, "stack": stack, "precision": precision, "drafter": drafter, "role": role,
+                    "users": users, "points": len(errors), "median_abs_error": round(float(np.median(errors)), 3),
                     "max_abs_error": round(float(np.max(errors)), 3)})
     return out
 

@@ -254,8 +254,9 @@ class Calibrator:
 
 
 def fitted_records(records: list[ServingRecord], gpu: str, stack: str, how: dict[str, Any]) -> list[ServingRecord]:
-    """The records a stack is fitted on: its GPU and engine, a listed source, and that source's row filter."""
+    """The records a stack is fitted on: its GPU and engine, a listed source, and that source's row filter
+    (speculative runs are only checked: the fit's closed form has no drafter)."""
     sources = {name: dict(rows or {}) for name, rows in dict(how.get("sources") or {}).items()}
-    return [r for r in records if r.gpu == gpu and r.engine == stack and r.source in sources
+    return [r for r in records if r.gpu == gpu and r.engine == stack and r.source in sources and not r.speculative
             and all(str(getattr(r, k)) == str(v) for k, v in sources[r.source].items())]
 

@@ -15,6 +15,7 @@ prefills one prompt; TPOT is the mean step, a request's cycle is its prefill ste
 
 from __future__ import annotations
 
+import io
 import math
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -65,6 +66,13 @@ class ServingRecord:
     mean_tpot_ms: Optional[float]
     output_throughput_tok_s: Optional[float]
     url: str
+    spec_method: Optional[str] = None  # a speculative run: the drafter (mtp, eagle3, dflash, dspark) ...
+    num_draft_tokens: Optional[int] = None  # ... its draft length gamma ...
+    acceptance_length: Optional[float] = None  # ... and the mean tokens per round it measured (bonus included)
+
+    @property
+    def speculative(self) -> bool:
+        return self.spec_method is not None
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -83,8 +91,10 @@ def _optional(value: Any) -> Optional[float]:
 
 
 def read_records(path: Path) -> list[ServingRecord]:
-    """Every record of ``path`` (lines starting with # are comments)."""
-    frame = pd.read_csv(path, comment="#", keep_default_na=True)
+    """Every record of ``path`` (its leading lines starting with # are comments; a # inside a row is text)."""
+    lines = Path(path).read_text(encoding="utf-8").splitlines(keepends=True)
+    body = "".join(line for line in lines if not line.startswith("#"))
+    frame = pd.read_csv(io.StringIO(body), keep_default_na=True)
     records = []
     for row in frame.to_dict("records"):
         records.append(ServingRecord(
@@ -94,8 +104,21 @@ def read_records(path: Path) -> list[ServingRecord]:
             output_tokens=int(row["output_tokens"]), concurrency=int(row["concurrency"]),
             num_prompts=int(row["num_prompts"]), max_num_seqs=int(row["max_num_seqs"]),
             max_batch_tokens=int(row["max_batch_tokens"]), mean_tpot_ms=_optional(row.get("mean_tpot_ms")),
-            output_throughput_tok_s=_optional(row.get("output_throughput_tok_s")), url=str(row["url"])))
+            output_throughput_tok_s=_optional(row.get("output_throughput_tok_s")), url=str(row["url"]),
+            spec_method=_text(row.get("spec_method")), num_draft_tokens=_integer(row.get("num_draft_tokens")),
+            acceptance_length=_optional(row.get("acceptance_length"))))
     return records
+
+
+def _text(value: Any) -> Optional[str]:
+    if value is None or value == "" or (isinstance(value, float) and math.isnan(value)):
+        return None
+    return str(value)
+
+
+def _integer(value: Any) -> Optional[int]:
+    number = _optional(value)
+    return None if number is None else int(number)
 
 
 def cost_model(record: ServingRecord, params: RooflineParams) -> CalibratedRooflineCostModel:
