@@ -131,3 +131,24 @@ def test_the_command_line_says_which_field_is_wrong(tmp_path, hardware, needle):
     assert run.returncode == 2, run.stderr
     assert needle in run.stderr and "Traceback" not in run.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_a_scenario_with_the_contracts_hardware_fields_runs_and_records_them():
+    """The contract's roofline fields (stack, precision, kv_precision, tensor_parallel) in one scenario."""
+    from simlab.runner import run_scenario
+
+    hardware = {"kind": "roofline", "gpu": "b200", "model": "qwen3-8b", "stack": "sglang", "precision": "fp4",
+                "kv_precision": "fp8", "tensor_parallel": 1}
+    scenario = {"name": "contract-stack", "workload": {"kind": "closed_loop", "concurrency": 4, "num_requests": 8,
+                                                       "prompt_tokens": {"dist": "constant", "value": 256},
+                                                       "output_tokens": {"dist": "constant", "value": 32}},
+                "hardware": hardware, "acceptance": {"kind": "iid", "alpha": 0.7},
+                "arms": [{"name": "none", "method": "none"}, {"name": "dspark", "method": "dspark", "gamma": 5,
+                                                                "scheduler": {"kind": "fixed"}}]}
+    results = run_scenario(scenario, plot=False)
+    assert all(m["completed"] == 8 for m in results.arms.values())
+    recorded = results.summary["scenario"]["hardware"]
+    assert {k: recorded[k] for k in hardware} == hardware
+    fp4 = build_roofline(RooflineHardware(**hardware))
+    bf16 = build_roofline(RooflineHardware(**{**hardware, "precision": "bf16", "kv_precision": "bf16"}))
+    assert fp4.verify_s(1) < bf16.verify_s(1)  # a quarter of the decoder layers' bytes at one token
