@@ -83,3 +83,19 @@ def test_the_fixtures_are_in_the_engines_formats():
     assert {"max_concurrency", "completed", "total_input_tokens", "mean_tpot_ms", "output_throughput"} <= set(vllm)
     lines = [json.loads(line) for line in FILES[2].read_text().splitlines()]
     assert all(line["backend"] == "sglang" and "random_input_len" in line for line in lines)
+
+
+def test_an_older_vllm_result_without_max_concurrency_counts_every_request_at_once():
+    """vLLM 0.5-0.6's benchmark_serving.py wrote no max_concurrency and request_rate "inf" (every request sent
+    at once), with per-request lists beside the totals."""
+    from simlab.hardware.benchfit import read_runs, run_record
+
+    doc = {"date": "20240907-082731", "backend": "vllm", "num_prompts": 10, "request_rate": "inf", "duration": 5.37,
+           "completed": 10, "total_input_tokens": 1369, "total_output_tokens": 1867, "output_throughput": 347.9,
+           "mean_tpot_ms": 11.1, "input_lens": [137] * 10, "output_lens": [187] * 10, "errors": [""] * 10}
+    path = Path(__file__).parent / "fixtures" / "bench" / "vllm_c1.json"
+    runs = read_runs(path) + [doc]
+    record = run_record(runs[-1], label="old.json", gpu="h100-sxm", model="llama-3.1-8b", stack="vllm",
+                        precision="bf16", kv_precision="bf16", max_num_seqs=256, max_batch_tokens=8192)
+    assert (record.concurrency, record.input_tokens, record.output_tokens) == (10, 137, 187)
+    assert record.mean_tpot_ms == 11.1 and record.output_throughput_tok_s == 347.9
