@@ -53,6 +53,14 @@ def test_the_recomputed_error_is_the_stated_one(rows):
     assert error_table(rows) == stated["summary"]
 
 
+def test_the_leave_one_source_out_error_is_the_stated_one():
+    from simlab.studies.profile_check import leave_one_source_out
+
+    stated = yaml.safe_load(STATED.read_text(encoding="utf-8"))["leave_one_source_out"]
+    assert leave_one_source_out() == stated
+    assert {e["left_out"] for e in stated} >= {"gpustack-perflab-qwen3-8b-h100-latency", "vllm-blog-fp8-kvcache"}
+
+
 def test_fitted_and_held_out_records_are_those_the_fit_says(rows):
     used = fitted_ids()
     assert used and all((row.role == "fitted") == (row.record.id in used) for row in rows)

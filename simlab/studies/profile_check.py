@@ -157,11 +157,45 @@ def matching_records(records: list[ServingRecord], description: dict[str, Any]) 
 ERROR_FILE = "engine_error.yaml"
 
 
-def error_document(rows: list[CheckRow]) -> dict[str, Any]:
+def error_document(rows: list[CheckRow], loso: Optional[list[dict[str, Any]]] = None) -> dict[str, Any]:
     """What hw_profiles/calibration/engine_error.yaml holds: every record's metrics, simulated against measured,
     and the error per GPU x stack x precision x role (scripts/calibrate_hardware.py writes it after each fit)."""
     records = [{"id": r.record.id, "metric": r.metric, "role": r.role, "measured": r.measured,
                 "simulated": float(f"{r.simulated:.6g}"), "error": round(r.error, 4)} for r in rows]
-    return {"generator": "scripts/calibrate_hardware.py (simlab profiles check)", "records": records,
-            "summary": error_table(rows)}
+    document = {"generator": "scripts/calibrate_hardware.py (simlab profiles check)", "records": records,
+                "summary": error_table(rows)}
+    if loso is not None:
+        document["leave_one_source_out"] = loso
+    return document
+
+
+def leave_one_source_out(folder: Optional[Path] = None) -> list[dict[str, Any]]:
+    """Per stack and fitted source: the stack refitted without that source, and the error on the source's own
+    records, simulated (hw_profiles/calibration/calibration.yaml names the sources; a source whose removal leaves
+    nothing to fit is skipped)."""
+    from simlab.hardware.calfit.fit import fitted_records, refit_without
+    from simlab.hardware.calfit.sources import load_spec
+    from simlab.hardware.calibration import load_fitted
+
+    spec = load_spec(folder or records_path().parent)
+    fitted = load_fitted()
+    records = load_records(spec.folder / spec.serving["file"])
+    out = []
+    for gpu, stacks in spec.serving["stacks"].items():
+        for stack, how in stacks.items():
+            for source in (how.get("sources") or {}):
+                refit = refit_without(spec, fitted, gpu, stack, source)
+                mine = [r for r in fitted_records(records, gpu, stack, how) if r.source == source]
+                if refit is None or not mine:
+                    continue
+                values, names = refit
+                errors = []
+                for record in mine:
+                    simulated = simulate_record(record, {**record.hardware(), **values})
+                    errors += [abs(simulated[m] / getattr(record, m) - 1.0) for m in METRIC_KEYS
+                               if getattr(record, m) is not None]
+                out.append({"gpu": gpu, "stack": stack, "left_out": source, "refitted": list(names),
+                            "points": len(errors), "median_abs_error": round(float(np.median(errors)), 3),
+                            "max_abs_error": round(float(np.max(errors)), 3)})
+    return out
 

@@ -18,7 +18,7 @@ left out of both. A GPU without measurements borrows another's parameters (calib
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
+from typing import Any, Optional
 
 import numpy as np
 
@@ -259,4 +259,29 @@ def fitted_records(records: list[ServingRecord], gpu: str, stack: str, how: dict
     sources = {name: dict(rows or {}) for name, rows in dict(how.get("sources") or {}).items()}
     return [r for r in records if r.gpu == gpu and r.engine == stack and r.source in sources and not r.speculative
             and all(str(getattr(r, k)) == str(v) for k, v in sources[r.source].items())]
+
+
+def refit_without(spec: Spec, fitted: dict[str, Any], gpu: str, stack: str, left_out: str
+                  ) -> Optional[tuple[dict[str, float], tuple[str, ...]]]:
+    """The stack's parameters fitted again without the records of source ``left_out`` (leave one source out):
+    the same start (the GPU's operator fit, or the stack it borrows from, as ``fitted`` holds them), as many of
+    its fitted parameters as the remaining values identify (one per two values, in calibration.yaml's order).
+    None when nothing is left to fit on."""
+    how = spec.serving["stacks"][gpu][stack]
+    rows = [r for r in fitted_records(read_records(spec.folder / spec.serving["file"]), gpu, stack, how)
+            if r.source != left_out]
+    values = sum((r.mean_tpot_ms is not None) + (r.output_throughput_tok_s is not None) for r in rows)
+    names = tuple(how.get("fit") or ())[:max(0, values // 2)]
+    if not rows or not names:
+        return None
+    entry = fitted["gpus"][gpu]
+    start = {k: float(entry["parameters"][k]) for k in OPERATOR_FIT}  # the operator fit, as stage 3 starts
+    donor = how.get("borrow")
+    if donor:
+        start.update({k: float(entry["stacks"][donor][k]) for k in STACK_FIT})
+    params, _ = fit_stack(rows, RooflineParams(**start, calibration="fit"), names)
+    values = {k: getattr(params, k) for k in STACK_FIT}
+    if values["attention_efficiency"] is None:  # not fitted: the operator fit's bandwidth, as the cost model reads it
+        values["attention_efficiency"] = params.bw_efficiency
+    return {k: float(v) for k, v in values.items()}, names
 
