@@ -37,7 +37,7 @@ def elementwise_bytes_per_token(model: ModelConfig, tensor_parallel: int) -> flo
     tp = tensor_parallel
     q_dim = model.num_heads * model.head_dim / tp
     kv_dim = kv_heads_per_gpu(model, tp) * model.head_dim
-    return BF16_BYTES * (8 * model.hidden_size + 2 * (q_dim + kv_dim) + 3 * model.intermediate_size / tp)
+    return BF16_BYTES * (8 * model.hidden_size + 2 * (q_dim + kv_dim) + 3 * model.active_intermediate_size / tp)
 
 
 class CalibratedDevice(Device):
@@ -73,7 +73,10 @@ class CalibratedRooflineCostModel(RooflineCostModel):
         head_bytes = model.lm_head_params * BF16_BYTES / tp
         self._body_weight_s = (self.weight_read_bytes - head_bytes) / device.matmul_bytes_per_s
         self._head_weight_s = head_bytes / device.bytes_per_s
-        self._body_flop_token_s = 2.0 * model.body_matmul_params / tp / device.matmul_flop_per_s
+        self._body_flop_token_s = 2.0 * model.always_read_matmul_params / tp / device.matmul_flop_per_s
+        if model.is_moe:  # the routed experts: the share of their weights a step reads, their FLOPs per token
+            self._routed_weight_s = model.routed_expert_params * self.weight_bytes_per_param / tp / device.matmul_bytes_per_s
+            self._routed_flop_token_s = 2.0 * model.active_routed_params / tp / device.matmul_flop_per_s
         self._head_flop_token_s = 2.0 * model.lm_head_params / tp / device.flop_per_s
         self._elem_token_s = (model.num_layers * elementwise_bytes_per_token(model, tp) / device.elem_bytes_per_s)
         kernels = model.num_layers * (ELEMENTWISE_KERNELS_PER_LAYER + ATTENTION_KERNELS_PER_LAYER)
@@ -89,6 +92,9 @@ class CalibratedRooflineCostModel(RooflineCostModel):
         flop_tokens = tokens if flop_tokens is None else flop_tokens
         body = gemm_s(self._body_weight_s, self._body_flop_token_s * flop_tokens, tokens, self._width)
         head = gemm_s(self._head_weight_s, self._head_flop_token_s * head_tokens, head_tokens, self._width)
+        if self._routed:
+            body += gemm_s(self._routed_weight_s * float(self.routed_share(tokens)),
+                           self._routed_flop_token_s * flop_tokens, tokens, self._width)
         return body + head + (self._elem_token_s + self._ar_token_s) * tokens
 
     def _attention_s(self, queries_per_request: float, context_tokens: float) -> float:
@@ -110,6 +116,9 @@ class CalibratedRooflineCostModel(RooflineCostModel):
         linear = (gemm_array(self._body_weight_s, self._body_flop_token_s * padded, padded, self._width)
                   + gemm_array(self._head_weight_s, self._head_flop_token_s * padded, padded, self._width)
                   + (self._elem_token_s + self._ar_token_s) * padded)
+        if self._routed:
+            linear = linear + gemm_array(self._routed_weight_s * self.routed_share(padded),
+                                         self._routed_flop_token_s * padded, padded, self._width)
         attention = np.maximum(c, 0.0) * knee_array(self._kv_token_s, self._attn_pair_s * (b / requests), self._width)
         gpu = linear + attention
         if self._launch_floor_s > 0.0:

@@ -96,8 +96,10 @@ def list_command() -> None:
     for column in ( "params (B)", "layers", "hidden", "heads / kv", "KV bytes/token"):
         models.add_column(column)
     for cfg in MODELS.values():
-        models.add_row(cfg.name, cfg.hf_id, f"{cfg.total_params / 1e9:.2f}", str(cfg.num_layers), str(cfg.hidden_size),
-                       f"{cfg.num_heads} / {cfg.num_kv_heads}", f"{cfg.kv_bytes_per_token():,}")
+        params = f"{cfg.total_params / 1e9:.2f}" + (f" ({cfg.active_params / 1e9:.2f} active)" if cfg.is_moe else "")
+        models.add_row(cfg.name, cfg.hf_id, params, str(cfg.num_layers), str(cfg.hidden_size),
+                       f"{cfg.num_heads} / {'MLA' if cfg.is_mla else cfg.num_kv_heads}",
+                       f"{cfg.kv_bytes_per_token():,}")
     console.print(models)
 
 

@@ -27,6 +27,7 @@ from simlab.common.outputs import write_file_atomic
 from simlab.common.version import __version__
 from simlab.hardware.base import CostModel
 from simlab.hardware.roofline import RooflineCostModel
+from simlab.hardware.specs import model_fields
 from simlab.hardware.table import TableCostModel
 
 SIGNIFICANT_DIGITS = 6
@@ -122,7 +123,7 @@ def _roofline_table(cm: RooflineCostModel, s: ExportSettings, *, generator: str,
             "source": {k: describe[k] for k in ("kind", "gpu", "model", "tensor_parallel", "parameters")},
             **provenance_extra,
             "gpu": asdict(cm.gpu),
-            "model": asdict(cm.model),
+            "model": model_fields(cm.model),
             "derived": describe["derived"],
             "sampling": {**asdict(s), "prefill_prior_context_tokens": 0},
         },

@@ -28,7 +28,7 @@ from simlab.hardware.device import (
 )
 from simlab.hardware.drafters import LAYER_KERNELS, LM_HEAD_KERNELS, SAMPLING_KERNELS, RooflineDrafter
 from simlab.hardware.precision import KV_BYTES, WEIGHT_BYTES
-from simlab.hardware.specs import GpuSpec, ModelConfig
+from simlab.hardware.specs import GpuSpec, ModelConfig, expected_experts
 
 
 def target_kernels(model: ModelConfig) -> int:
@@ -61,13 +61,17 @@ class RooflineCostModel(CostModel):
         self.weight_bytes = model.weight_bytes_at(self.weight_bytes_per_param)  # every parameter, all GPUs
         self.weight_read_bytes = model.read_bytes_at(self.weight_bytes_per_param) / tp  # per GPU, per forward
         self.kv_bytes_per_token = model.kv_bytes_per_token(kv_heads_per_gpu(model, tp), KV_BYTES[params.kv_precision])
-        body_bytes = model.body_matmul_params * self.weight_bytes_per_param / tp
+        body_bytes = model.always_read_matmul_params * self.weight_bytes_per_param / tp
         self._mem_fixed_s = body_bytes / device.matmul_bytes_per_s + (self.weight_read_bytes - body_bytes) / device.bytes_per_s
+        # a mixture of experts reads the routed experts its tokens route to (expected_experts), tensor-parallel
+        self._routed = model.is_moe
+        self._routed_read_s = (model.routed_expert_params * self.weight_bytes_per_param / tp / device.matmul_bytes_per_s
+                               if model.is_moe else 0.0)
         self._mem_per_context_s = self.kv_bytes_per_token / device.bytes_per_s
         self._decode_token_s = (2.0 * model.body_matmul_params / tp / device.matmul_flop_per_s
                                 + 2.0 * model.lm_head_params / tp / device.flop_per_s)
         self._prefill_token_s = 2.0 * model.body_matmul_params / tp / device.matmul_flop_per_s
-        self._attn_pair_s = 4.0 * model.num_layers * model.num_heads * model.head_dim / tp / device.flop_per_s
+        self._attn_pair_s = 1.0 * model.num_layers * model.attention_flops_per_pair / tp / device.flop_per_s
         self._ar_fixed_s, self._ar_token_s = device.allreduce_coefficients(2 * model.num_layers, model.hidden_size)
         self._fixed_s = self._ar_fixed_s + params.step_overhead_s
         # outside a CUDA graph (above the largest captured size, or a stack without graphs) a forward cannot be
@@ -88,10 +92,19 @@ class RooflineCostModel(CostModel):
             return 0.0
         return self._verify_one(b, self.buckets.pad(b), float(context_tokens), max(float(num_requests), 1.0))
 
+    def routed_share(self, tokens: ArrayOrFloat) -> ArrayOrFloat:
+        """The fraction of the routed experts a step of ``tokens`` tokens reads (0 for a dense model)."""
+        if not self._routed:
+            return 0.0
+        m = self.model
+        return expected_experts(tokens, m.num_experts, m.experts_per_token) / m.num_experts
+
     def _verify_one(self, b: float, padded: float, c: float, requests: float) -> float:
         """One decode-only forward: ``b`` > 0 tokens (``padded`` to its bucket), ``c`` context, ``requests`` >= 1."""
         queries_per_request = b / requests
         memory = self._mem_fixed_s + self._mem_per_context_s * c
+        if self._routed:
+            memory += self._routed_read_s * float(self.routed_share(padded))
         compute = self._decode_token_s * padded + self._attn_pair_s * queries_per_request * c
         gpu = memory if memory > compute else compute
         if self._launch_floor_s > gpu and padded > self._graph_limit:
@@ -104,6 +117,8 @@ class RooflineCostModel(CostModel):
         padded = self.buckets.pad_array(b)
         queries_per_request = b / np.maximum(np.asarray(num_requests, dtype=float), 1.0)
         memory = self._mem_fixed_s + self._mem_per_context_s * c
+        if self._routed:
+            memory = memory + self._routed_read_s * self.routed_share(padded)
         compute = self._decode_token_s * padded + self._attn_pair_s * queries_per_request * c
         gpu = np.maximum(memory, compute)
         if self._launch_floor_s > 0.0:
@@ -124,6 +139,8 @@ class RooflineCostModel(CostModel):
         d, c = float(decode_tokens), float(context_tokens)
         queries_per_request = d / max(float(num_requests), 1.0)
         memory = self._mem_fixed_s + self._mem_per_context_s * c
+        if self._routed:
+            memory += self._routed_read_s * float(self.routed_share(d + prefill_tokens))
         compute = (
             self._decode_token_s * d
             + self._attn_pair_s * queries_per_request * c

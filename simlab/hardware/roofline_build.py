@@ -3,6 +3,7 @@ whether the model fits are checked here, each failure one message naming the fie
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Optional
 
 from simlab.common.errors import InputError
@@ -11,7 +12,7 @@ from simlab.hardware.buckets import Buckets
 from simlab.hardware.calibrated import CalibratedRooflineCostModel
 from simlab.hardware.calibration import resolve_params
 from simlab.hardware.device import RooflineParams
-from simlab.hardware.precision import check_precision
+from simlab.hardware.precision import WEIGHT_BYTES, check_precision, peak_flop_per_s
 from simlab.hardware.roofline import RooflineCostModel
 from simlab.hardware.specs import GpuSpec, ModelConfig, get_gpu, get_model
 from simlab.hardware.stacks import get_stack
@@ -40,10 +41,15 @@ def build_roofline(cfg: RooflineHardware, *, file: Optional[str] = None, field: 
     elif tp > MAX_TENSOR_PARALLEL:
         why = f"tensor parallelism beyond one {MAX_TENSOR_PARALLEL}-GPU NVLink node is not modelled"
     else:
-        why = (f"{model.name}'s {model.num_heads} heads, {model.num_kv_heads} KV heads and "
-               f"{model.intermediate_size}-wide MLP do not split {tp} ways")
+        mlp = (f"{model.moe_intermediate_size}-wide experts" if model.is_moe else f"{model.intermediate_size}-wide MLP")
+        why = (f"{model.name}'s {model.num_heads} heads, {model.num_kv_heads} KV heads and {mlp} do not split "
+               f"{tp} ways")
     fitting = [n for n in range(1, MAX_TENSOR_PARALLEL + 1) if _splits(model, n) and _fits(gpu, model, n, params)]
+    smaller = [p for p in ("fp8", "fp4") if WEIGHT_BYTES[p] < WEIGHT_BYTES[params.precision]
+               and peak_flop_per_s(gpu, p) is not None and _splits(model, tp)
+               and _fits(gpu, model, tp, replace(params, precision=p))]
     valid = ("tensor_parallel " + ", ".join(map(str, fitting))) if fitting else (
+        f"precision {smaller[0]} (the weights in {smaller[0]} fit)" if smaller else
         "a higher gpu_memory_utilization or a GPU with more memory (see `simlab profiles list`)")
     raise InputError(why, file=file, field=_subfield(field, "tensor_parallel"), value=tp, valid=valid)
 
@@ -53,10 +59,13 @@ def _subfield(field: str, name: str) -> str:
 
 
 def _splits(model: ModelConfig, tp: int) -> bool:
-    """Whether tensor parallelism ``tp`` divides the heads and the MLP (KV heads split or replicate)."""
+    """Whether tensor parallelism ``tp`` divides the heads and the MLP, or each expert's (KV heads split or
+    replicate; MLA's KV latent is replicated on every GPU)."""
     kv = model.num_kv_heads
-    return (model.num_heads % tp == 0 and model.intermediate_size % tp == 0
-            and (kv % tp == 0 or tp % kv == 0))
+    mlp = model.moe_intermediate_size if model.is_moe else model.intermediate_size
+    dense_ok = model.num_dense_layers == 0 or model.intermediate_size % tp == 0
+    return (model.num_heads % tp == 0 and mlp % tp == 0 and dense_ok
+            and (model.is_mla or kv % tp == 0 or tp % kv == 0))
 
 
 def _fits(gpu: GpuSpec, model: ModelConfig, tp: int, params: RooflineParams) -> bool:

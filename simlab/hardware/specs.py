@@ -44,26 +44,98 @@ class ModelConfig:
     vocab_size: int
     tied_embeddings: bool
     qk_norm: bool  # per-head RMSNorm on q and k (Qwen3)
+    # a mixture of experts (0 experts: dense): routed experts of moe_intermediate_size, experts_per_token of them
+    # per token, num_shared_experts always on; the first num_dense_layers layers keep a dense MLP
+    num_experts: int = 0
+    experts_per_token: int = 0
+    moe_intermediate_size: int = 0
+    num_shared_experts: int = 0
+    num_dense_layers: int = 0
+    # multi-head latent attention (DeepSeek): q and KV through low-rank latents; the KV cache holds the latent
+    kv_lora_rank: int = 0  # 0: grouped-query attention
+    q_lora_rank: int = 0
+    qk_rope_head_dim: int = 0
+    v_head_dim: int = 0
+
+    @property
+    def is_moe(self) -> bool:
+        return self.num_experts > 0
+
+    @property
+    def is_mla(self) -> bool:
+        return self.kv_lora_rank > 0
 
     @property
     def attention_params_per_layer(self) -> int:
-        """q, k, v and o projections (no biases)."""
+        """q, k, v and o projections (no biases); with MLA the down- and up-projections of q and of the KV latent."""
+        if self.is_mla:
+            qk = self.head_dim + self.qk_rope_head_dim  # head_dim is the no-rope part of q and k
+            q = (self.hidden_size * self.q_lora_rank + self.q_lora_rank * self.num_heads * qk if self.q_lora_rank
+                 else self.hidden_size * self.num_heads * qk)
+            kv = (self.hidden_size * (self.kv_lora_rank + self.qk_rope_head_dim)
+                  + self.kv_lora_rank * self.num_heads * (self.head_dim + self.v_head_dim))
+            return q + kv + self.num_heads * self.v_head_dim * self.hidden_size
         q_dim = self.num_heads * self.head_dim
         kv_dim = self.num_kv_heads * self.head_dim
         return self.hidden_size * (q_dim + 2 * kv_dim) + q_dim * self.hidden_size
 
     @property
+    def num_moe_layers(self) -> int:
+        return self.num_layers - self.num_dense_layers if self.is_moe else 0
+
+    @property
+    def expert_params(self) -> int:
+        """One routed expert's gate, up and down projections."""
+        return 3 * self.hidden_size * self.moe_intermediate_size
+
+    @property
+    def routed_expert_params(self) -> int:
+        """Every routed expert of every MoE layer: what a decode step reads only in part (the experts its tokens
+        route to)."""
+        return self.num_moe_layers * self.num_experts * self.expert_params
+
+    @property
+    def active_routed_params(self) -> int:
+        """The routed experts' parameters one token multiplies through (experts_per_token per MoE layer)."""
+        return self.num_moe_layers * self.experts_per_token * self.expert_params
+
+    @property
     def mlp_params_per_layer(self) -> int:
-        """Gated MLP: gate, up and down projections."""
+        """Gated MLP: gate, up and down projections. For a mixture of experts, the parameters one token uses in an
+        MoE layer (router, shared and chosen experts): a dense-equivalent layer, as the drafters' shapes take it."""
+        if self.is_moe:
+            return (self.hidden_size * self.num_experts
+                    + (self.num_shared_experts + self.experts_per_token) * self.expert_params)
         return 3 * self.hidden_size * self.intermediate_size
 
     @property
+    def active_intermediate_size(self) -> int:
+        """The MLP width one token's activation runs over (MoE: its shared and chosen experts)."""
+        if self.is_moe:
+            return (self.num_shared_experts + self.experts_per_token) * self.moe_intermediate_size
+        return self.intermediate_size
+
+    @property
     def norm_params_per_layer(self) -> int:
+        if self.is_mla:
+            return 2 * self.hidden_size + self.kv_lora_rank + self.q_lora_rank
         return 2 * self.hidden_size + (2 * self.head_dim if self.qk_norm else 0)
 
     @property
     def layer_params(self) -> int:
-        return self.attention_params_per_layer + self.mlp_params_per_layer + self.norm_params_per_layer
+        """A dense layer's parameters (for a mixture of experts, see :attr:`total_params`)."""
+        return self.attention_params_per_layer + 3 * self.hidden_size * self.intermediate_size + self.norm_params_per_layer
+
+    @property
+    def always_read_matmul_params(self) -> int:
+        """Matmul parameters every decode step reads whatever its tokens: attention, dense MLPs, routers and
+        shared experts (dense: :attr:`body_matmul_params`)."""
+        if not self.is_moe:
+            return self.body_matmul_params
+        moe_fixed = self.hidden_size * self.num_experts + self.num_shared_experts * self.expert_params
+        return (self.num_layers * self.attention_params_per_layer
+                + self.num_dense_layers * 3 * self.hidden_size * self.intermediate_size
+                + self.num_moe_layers * moe_fixed)
 
     @property
     def lm_head_params(self) -> int:
@@ -74,19 +146,33 @@ class ModelConfig:
         """Every parameter held in memory (the embedding counted once when tied to the LM head)."""
         embedding = self.vocab_size * self.hidden_size
         untied_head = 0 if self.tied_embeddings else self.lm_head_params
+        if self.is_moe:
+            return (self.always_read_matmul_params + self.routed_expert_params + self.num_layers * self.norm_params_per_layer
+                    + self.hidden_size + embedding + untied_head)
         return self.num_layers * self.layer_params + self.hidden_size + embedding + untied_head
 
     @property
     def read_params(self) -> int:
-        """Parameters read from HBM by one decode forward: the layers, the final norm and the LM head.
+        """Parameters read from HBM by one decode forward: the layers, the final norm and the LM head (for a
+        mixture of experts, all but the routed experts, which :func:`expected_experts` prices).
 
         The input embedding is a row lookup, not a full read."""
+        if self.is_moe:
+            return (self.always_read_matmul_params + self.num_layers * self.norm_params_per_layer + self.hidden_size
+                    + self.lm_head_params)
         return self.num_layers * self.layer_params + self.hidden_size + self.lm_head_params
 
     @property
     def body_matmul_params(self) -> int:
         """Matmul parameters each token multiplies through in the decoder layers (2 FLOPs each)."""
+        if self.is_moe:
+            return self.always_read_matmul_params + self.active_routed_params
         return self.num_layers * (self.attention_params_per_layer + self.mlp_params_per_layer)
+
+    @property
+    def active_params(self) -> int:
+        """Parameters one token uses: its decoder-layer matmuls, the norms, the final norm and the LM head."""
+        return self.body_matmul_params + self.num_layers * self.norm_params_per_layer + self.hidden_size + self.lm_head_params
 
     @property
     def weight_bytes(self) -> int:
@@ -95,16 +181,51 @@ class ModelConfig:
     def weight_bytes_at(self, bytes_per_matmul_weight: float) -> float:
         """Bytes of every parameter held in memory when the decoder layers' matmul weights take
         ``bytes_per_matmul_weight`` each (the embedding, LM head and norms stay bf16)."""
-        return self.body_matmul_params * bytes_per_matmul_weight + (self.total_params - self.body_matmul_params) * BF16_BYTES
+        matmul = self.always_read_matmul_params + self.routed_expert_params
+        return matmul * bytes_per_matmul_weight + (self.total_params - matmul) * BF16_BYTES
 
     def read_bytes_at(self, bytes_per_matmul_weight: float) -> float:
-        """Bytes one decode forward reads (:attr:`read_params`), matmul weights at ``bytes_per_matmul_weight``."""
-        return self.body_matmul_params * bytes_per_matmul_weight + (self.read_params - self.body_matmul_params) * BF16_BYTES
+        """Bytes one decode forward always reads (:attr:`read_params`), matmul weights at
+        ``bytes_per_matmul_weight``."""
+        matmul = self.always_read_matmul_params
+        return matmul * bytes_per_matmul_weight + (self.read_params - matmul) * BF16_BYTES
 
     def kv_bytes_per_token(self, kv_heads: int | None = None, bytes_per_element: float = BF16_BYTES) -> float:
-        """K and V for one token in every layer: 2 * layers * kv_heads * head_dim * bytes per element (2: bf16)."""
+        """K and V for one token in every layer: 2 * layers * kv_heads * head_dim * bytes per element (2: bf16).
+        With MLA the cache holds the KV latent and the rope key: layers * (kv_lora_rank + qk_rope_head_dim)."""
+        if self.is_mla:
+            return self.num_layers * (self.kv_lora_rank + self.qk_rope_head_dim) * bytes_per_element
         heads = self.num_kv_heads if kv_heads is None else kv_heads
         return 2 * self.num_layers * heads * self.head_dim * bytes_per_element
+
+    @property
+    def attention_flops_per_pair(self) -> int:
+        """FLOPs of one (query token, context token) pair in one layer: QK^T and PV, 2 each per element. MLA's
+        decode runs in the latent (absorbed): scores over kv_lora_rank + rope dims, values over kv_lora_rank."""
+        if self.is_mla:
+            return 2 * self.num_heads * (2 * self.kv_lora_rank + self.qk_rope_head_dim)
+        return 4 * self.num_heads * self.head_dim
+
+
+MOE_AND_MLA_FIELDS = ("num_experts", "experts_per_token", "moe_intermediate_size", "num_shared_experts",
+                      "num_dense_layers", "kv_lora_rank", "q_lora_rank", "qk_rope_head_dim", "v_head_dim")
+
+
+def model_fields(model: ModelConfig) -> dict:
+    """A model's config as a mapping, without the mixture-of-experts and MLA fields a dense GQA model leaves 0."""
+    from dataclasses import asdict
+
+    return {k: v for k, v in asdict(model).items() if not (k in MOE_AND_MLA_FIELDS and v == 0)}
+
+
+def expected_experts(tokens, num_experts: int, experts_per_token: int):
+    """The expected number of distinct experts ``tokens`` tokens route to in one MoE layer, each choosing
+    ``experts_per_token`` of ``num_experts`` uniformly and independently: ``E (1 - (1 - k/E)^B)`` (an expert is
+    missed by one token with probability ``1 - k/E``). One token: exactly k; many: all E. Works on arrays."""
+    import numpy as np
+
+    miss = 1.0 - experts_per_token / num_experts
+    return num_experts * (1.0 - np.power(miss, np.maximum(tokens, 0.0)))
 
 
 GPUS: dict[str, GpuSpec] = {
@@ -127,6 +248,16 @@ MODELS: dict[str, ModelConfig] = {
         ModelConfig("qwen3-32b", "Qwen/Qwen3-32B", 64, 5120, 64, 8, 128, 25600, 151936, False, True),
         ModelConfig("llama-3.1-8b", "meta-llama/Llama-3.1-8B", 32, 4096, 32, 8, 128, 14336, 128256, False, False),
         ModelConfig("llama-3-70b", "meta-llama/Meta-Llama-3-70B", 80, 8192, 64, 8, 128, 28672, 128256, False, False),
+        # mixtures of experts (config.json of each: moe_intermediate_size, num_experts, num_experts_per_tok, ...)
+        ModelConfig("qwen3-30b-a3b", "Qwen/Qwen3-30B-A3B", 48, 2048, 32, 4, 128, 6144, 151936, False, True,
+                    num_experts=128, experts_per_token=8, moe_intermediate_size=768),
+        ModelConfig("qwen3-235b-a22b", "Qwen/Qwen3-235B-A22B", 94, 4096, 64, 4, 128, 12288, 151936, False, True,
+                    num_experts=128, experts_per_token=8, moe_intermediate_size=1536),
+        # DeepSeek-V3 (and R1): MLA (q_lora 1536, kv_lora 512, qk nope 128 + rope 64, v 128), 3 dense layers of
+        # 18432, then 256 routed experts of 2048 (8 a token) and one shared; head_dim is MLA's qk_nope_head_dim
+        ModelConfig("deepseek-v3", "deepseek-ai/DeepSeek-V3", 61, 7168, 128, 128, 128, 18432, 129280, False, False,
+                    num_experts=256, experts_per_token=8, moe_intermediate_size=2048, num_shared_experts=1,
+                    num_dense_layers=3, kv_lora_rank=512, q_lora_rank=1536, qk_rope_head_dim=64, v_head_dim=128),
     )
 }
 
