@@ -49,14 +49,20 @@ def engine_errors(folder: Path = FOLDER, *, write: bool = True) -> bool:
     """Simulate every engine measurement on the fit in force; rewrite engine_error.yaml if it changed (unless
     ``write`` is false). Returns whether it was stale."""
     from simlab.common.outputs import write_file_atomic
-    from simlab.studies.profile_check import (ERROR_FILE, check_records, error_document, leave_one_source_out,
-                                              load_records)
+    from simlab.studies.profile_check import (
+        ERROR_FILE,
+        check_records,
+        error_document,
+        leave_one_source_out,
+        load_records,
+    )
 
     path = folder / ERROR_FILE
     document = error_document(check_records(load_records(folder / "engine_measurements.csv")),
                               leave_one_source_out(folder))
     text = ("# written by simlab scripts/calibrate_hardware.py: every record of engine_measurements.csv simulated "
-            "on fitted.yaml (simlab profiles check); do not edit\n" + yaml.safe_dump(document, sort_keys=False, width=120))
+            "on fitted.yaml (simlab profiles check); do not edit\n"
+            + yaml.safe_dump(document, sort_keys=False, width=120))
     old = yaml.safe_load(path.read_text(encoding="utf-8")) if path.is_file() else None
     stale = old != yaml.safe_load(text)
     if stale and write:
@@ -68,7 +74,8 @@ def summary(data: dict) -> str:
     lines = []
     for gpu, entry in data["gpus"].items():
         params = ", ".join(f"{k} {v:g}" for k, v in entry["parameters"].items())
-        engines = "; ".join(f"{e}: overhead {v['step_overhead_s'] * 1e3:.3g} ms + {v['request_overhead_s'] * 1e6:.3g} us"
+        engines = "; ".join(f"{e}: overhead {v['step_overhead_s'] * 1e3:.3g} ms + "
+                            f"{v['request_overhead_s'] * 1e6:.3g} us"
                             "/request" for e, v in entry["engines"].items())
         lines.append(f"{gpu}: {params}\n  {engines}")
         for part in ("fitted", "held_out"):
@@ -111,13 +118,15 @@ def engine_error_markdown(folder: Path = FOLDER) -> str:
     lines = ["| GPU | stack | precision | drafter | role | users | points | median error | worst error |",
              "|---|---|---|---|---|---|---|---|---|"]
     for e in document["summary"]:
-        lines.append(f"| `{e['gpu']}` | `{e['stack']}` | {e['precision']} | {e['drafter']} | {e['role']} | {e['users']} | "
+        lines.append(f"| `{e['gpu']}` | `{e['stack']}` | {e['precision']} | {e['drafter']} | {e['role']} | "
+                     f"{e['users']} | "
                      f"{e['points']} | "
                      f"{_pct(e['median_abs_error'])} | {_pct(e['max_abs_error'])} |")
     lines += ["", "| GPU | stack | left out | refitted without it | points | median error | worst error |",
               "|---|---|---|---|---|---|---|"]
     for e in document.get("leave_one_source_out", []):
-        lines.append(f"| `{e['gpu']}` | `{e['stack']}` | {e['left_out']} | {', '.join(e['refitted'])} | {e['points']} | "
+        lines.append(f"| `{e['gpu']}` | `{e['stack']}` | {e['left_out']} | {', '.join(e['refitted'])} | "
+                     f"{e['points']} | "
                      f"{_pct(e['median_abs_error'])} | {_pct(e['max_abs_error'])} |")
     return "\n".join(lines)
 

@@ -124,7 +124,8 @@ def capacity() -> str:
         gain = "" if arm == doc["baseline"] else f", {_pct(entry['gain_vs_baseline'])} tokens/s per GPU"
         parts.append(f"`{arm}` {entry['load']:g}{gain}")
     return (f"Fewest replicas meeting the SLA ({', '.join(f'{m} {op} {v:g}' for m, (op, v) in doc['sla'].items())}), "
-            f"and the gain in output tokens/s per GPU over `{doc['baseline']}` at its answer: " + "; ".join(parts) + ".")
+            f"and the gain in output tokens/s per GPU over `{doc['baseline']}` at its answer: "
+            + "; ".join(parts) + ".")
 
 
 def gpus() -> str:

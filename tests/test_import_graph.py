@@ -148,7 +148,7 @@ def test_no_floor_imports_one_above_it(package):
 
 
 def test_only_command_modules_import_command_modules():
-    """A package's cli.py is mounted by simlab/cli.py (or run by a ``__main__``); no library module reaches up to one."""
+    """A package's cli.py is mounted by simlab/cli.py (or run by a ``__main__``); no library module reaches one."""
     graph = import_graph()
     command_modules = {m for m in graph if m.endswith(".cli")}
     importers = sorted(f"{module} imports {target}" for module, targets in graph.items()

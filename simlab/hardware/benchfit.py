@@ -35,7 +35,8 @@ def read_runs(path: Path) -> list[dict[str, Any]]:
     try:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
-        raise InputError(f"cannot be read ({exc.strerror or exc})", file=path, valid="a benchmark result file") from None
+        raise InputError(f"cannot be read ({exc.strerror or exc})", file=path,
+                         valid="a benchmark result file") from None
     try:
         data = json.loads(text)
         runs = data if isinstance(data, list) else [data]

@@ -75,7 +75,8 @@ class CalibratedRooflineCostModel(RooflineCostModel):
         self._head_weight_s = head_bytes / device.bytes_per_s
         self._body_flop_token_s = 2.0 * model.always_read_matmul_params / tp / device.matmul_flop_per_s
         if model.is_moe:  # the routed experts: the share of their weights a step reads, their FLOPs per token
-            self._routed_weight_s = model.routed_expert_params * self.weight_bytes_per_param / tp / device.matmul_bytes_per_s
+            routed_bytes = model.routed_expert_params * self.weight_bytes_per_param / tp
+            self._routed_weight_s = routed_bytes / device.matmul_bytes_per_s
             self._routed_flop_token_s = 2.0 * model.active_routed_params / tp / device.matmul_flop_per_s
         self._head_flop_token_s = 2.0 * model.lm_head_params / tp / device.flop_per_s
         self._elem_token_s = (model.num_layers * elementwise_bytes_per_token(model, tp) / device.elem_bytes_per_s)

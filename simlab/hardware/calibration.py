@@ -107,7 +107,8 @@ def resolve_params(cfg: RooflineHardware, gpu: str, *, file: Optional[str] = Non
     if choice != AUTO:
         why = ("the serving engine is chosen by stack: now" if choice in ENGINE_NAMES
                else "unknown calibration")
-        raise InputError(why, file=file, field=f"{field}.calibration" if field else "calibration", value=cfg.calibration,
+        raise InputError(why, file=file, field=f"{field}.calibration" if field else "calibration",
+                         value=cfg.calibration,
                          valid="auto (the GPU's fit for the stack) or none (the constant efficiencies); "
                                "the engine: stack: vllm | sglang | trtllm | eager")
     sub = f"{field}.stack" if field else "stack"

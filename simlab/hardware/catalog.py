@@ -35,7 +35,8 @@ def shipped_specs() -> list[tuple[str, str, int, str, str]]:
     """(gpu, model, tensor_parallel, stack, precision) of every shipped profile."""
     specs = [(gpu, model, 1, "vllm", "bf16") for gpu in SHIPPED_GPUS for model in SHIPPED_MODELS]
     specs += [(gpu, model, tp, "vllm", "bf16") for gpu in SHIPPED_GPUS for model, tp in SHIPPED_PARALLEL_MODELS]
-    specs += [(gpu, VARIANT_MODEL, 1, stack, precision) for gpu in VARIANT_GPUS for stack, precision in SHIPPED_VARIANTS]
+    specs += [(gpu, VARIANT_MODEL, 1, stack, precision)
+              for gpu in VARIANT_GPUS for stack, precision in SHIPPED_VARIANTS]
     return specs
 
 

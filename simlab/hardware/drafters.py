@@ -63,7 +63,8 @@ class RooflineDrafter:
         h = model.hidden_size
         qkv_width = (model.num_heads + 2 * model.num_kv_heads) * model.head_dim
         layer_matmul = model.attention_params_per_layer + model.mlp_params_per_layer
-        kv_per_layer = model.kv_bytes_per_token(kv_heads_per_gpu(model, tp), KV_BYTES[params.kv_precision]) / model.num_layers
+        kv_bytes = model.kv_bytes_per_token(kv_heads_per_gpu(model, tp), KV_BYTES[params.kv_precision])
+        kv_per_layer = kv_bytes / model.num_layers
         attn_per_layer = 1.0 * model.attention_flops_per_pair / tp
 
         def shape(matmul_params: float, extra_params: float, layers: int, kernels: int, **kw: float) -> ForwardShape:

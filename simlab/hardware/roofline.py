@@ -62,7 +62,8 @@ class RooflineCostModel(CostModel):
         self.weight_read_bytes = model.read_bytes_at(self.weight_bytes_per_param) / tp  # per GPU, per forward
         self.kv_bytes_per_token = model.kv_bytes_per_token(kv_heads_per_gpu(model, tp), KV_BYTES[params.kv_precision])
         body_bytes = model.always_read_matmul_params * self.weight_bytes_per_param / tp
-        self._mem_fixed_s = body_bytes / device.matmul_bytes_per_s + (self.weight_read_bytes - body_bytes) / device.bytes_per_s
+        self._mem_fixed_s = (body_bytes / device.matmul_bytes_per_s
+                             + (self.weight_read_bytes - body_bytes) / device.bytes_per_s)
         # a mixture of experts reads the routed experts its tokens route to (expected_experts), tensor-parallel
         self._routed = model.is_moe
         self._routed_read_s = (model.routed_expert_params * self.weight_bytes_per_param / tp / device.matmul_bytes_per_s

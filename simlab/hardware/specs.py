@@ -124,7 +124,8 @@ class ModelConfig:
     @property
     def layer_params(self) -> int:
         """A dense layer's parameters (for a mixture of experts, see :attr:`total_params`)."""
-        return self.attention_params_per_layer + 3 * self.hidden_size * self.intermediate_size + self.norm_params_per_layer
+        return (self.attention_params_per_layer + 3 * self.hidden_size * self.intermediate_size
+                + self.norm_params_per_layer)
 
     @property
     def always_read_matmul_params(self) -> int:
@@ -147,8 +148,8 @@ class ModelConfig:
         embedding = self.vocab_size * self.hidden_size
         untied_head = 0 if self.tied_embeddings else self.lm_head_params
         if self.is_moe:
-            return (self.always_read_matmul_params + self.routed_expert_params + self.num_layers * self.norm_params_per_layer
-                    + self.hidden_size + embedding + untied_head)
+            return (self.always_read_matmul_params + self.routed_expert_params
+                    + self.num_layers * self.norm_params_per_layer + self.hidden_size + embedding + untied_head)
         return self.num_layers * self.layer_params + self.hidden_size + embedding + untied_head
 
     @property
@@ -172,7 +173,8 @@ class ModelConfig:
     @property
     def active_params(self) -> int:
         """Parameters one token uses: its decoder-layer matmuls, the norms, the final norm and the LM head."""
-        return self.body_matmul_params + self.num_layers * self.norm_params_per_layer + self.hidden_size + self.lm_head_params
+        return (self.body_matmul_params + self.num_layers * self.norm_params_per_layer + self.hidden_size
+                + self.lm_head_params)
 
     @property
     def weight_bytes(self) -> int:

@@ -1,4 +1,5 @@
-"""Stage 3 of the fit: serving stacks on end-to-end engine measurements (hw_profiles/calibration/engine_measurements.csv).
+"""Stage 3 of the fit: serving stacks on end-to-end engine measurements
+(hw_profiles/calibration/engine_measurements.csv).
 
 Each record is one benchmark run of a serving engine: ``concurrency`` users (``vllm bench serve --max-concurrency``,
 or every request at once) sending ``num_prompts`` requests of ``input_tokens`` prompt and ``output_tokens`` output
