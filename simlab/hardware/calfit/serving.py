@@ -8,9 +8,12 @@ the stack's ``step_overhead_s``, ``request_overhead_s`` and ``attention_efficien
 whose source calibration.yaml lists (``serving.stacks``); every other record is held out. A stack with few records
 fits only some of the three and takes the rest from another stack (``borrow``).
 
-The fit predicts a record in closed form, for a closed loop of ``B`` users that all decode: a step holds ``B``
-decode tokens at their mean context ``input + output / 2``, and a fraction ``B / output`` of the steps also
-prefills one prompt; TPOT is the mean step, a request's cycle is its prefill step plus ``output - 1`` steps.
+The fit predicts a record in closed form. ``B`` users decode at once: the run's concurrency, unless the server's
+``max_num_seqs`` or its KV cache (prompt and output of each) holds fewer. A step holds ``B`` decode tokens at their
+mean context ``input + output / 2``, and a share ``B x input / (output x chunk)`` of the steps also prefills a chunk:
+one prompt when every user is decoding, the rest of the token budget when requests queue (every request at once).
+TPOT is the mean step; throughput is ``B`` tokens a step when requests queue, else ``B x output`` over a request's
+cycle (its prefill steps and ``output - 1`` steps).
 ``simlab profiles check`` then simulates every record with the engine itself and states that error.
 """
 
