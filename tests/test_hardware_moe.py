@@ -84,3 +84,22 @@ def test_mla_keeps_its_latent_on_every_gpu_and_deepseek_needs_fp8_on_eight_h200s
     with pytest.raises(InputError) as err:
         build_roofline(RooflineHardware(kind="roofline", gpu="h100-sxm", model="qwen3-30b-a3b", tensor_parallel=3))
     assert "768-wide experts do not split 3 ways" in str(err.value) and "tensor_parallel 1, 2, 4, 8" in str(err.value)
+
+
+def test_deepseeks_mtp_layer_is_an_moe_layer_in_the_targets_precision():
+    """MTP-1 on DeepSeek-V3: the drafter is the model's own MoE layer, so its read grows with the requests it
+    drafts for (the experts they route to), and in FP8 its matmul weights take one byte."""
+    from simlab.hardware.specs import BF16_BYTES
+
+    cm = build_roofline(RooflineHardware(kind="roofline", gpu="h200", model="deepseek-v3", tensor_parallel=8,
+                                         precision="fp8", calibration="none"))
+    shape = cm.drafter.mtp_step
+    model = cm.model
+    assert shape.routed_bytes == model.num_experts * model.expert_params * 1 / 8  # every expert, FP8, split 8 ways
+    assert shape.weight_bytes == ((2 * model.hidden_size ** 2 + model.mlp_params_per_layer
+                                   + model.attention_params_per_layer) * 1
+                                  + (model.lm_head_params + model.norm_params_per_layer) * BF16_BYTES) / 8
+    one, many = cm.draft_s("mtp", 1, 1), cm.draft_s("mtp", 1, 256)
+    assert many > 2 * one  # 256 requests touch nearly all 256 experts; one request reads 8
+    dense = build_roofline(RooflineHardware(kind="roofline", gpu="h100-sxm", model="qwen3-8b"))
+    assert dense.drafter.mtp_step.routed_bytes == 0.0

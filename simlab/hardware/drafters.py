@@ -16,12 +16,12 @@ Each forward pays ``kernel_launch_s`` per kernel, and the stack's host time per 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from simlab.hardware.base import check_method
 from simlab.hardware.device import Device, RooflineParams, kv_heads_per_gpu
-from simlab.hardware.precision import KV_BYTES
-from simlab.hardware.specs import BF16_BYTES, ModelConfig
+from simlab.hardware.precision import KV_BYTES, WEIGHT_BYTES
+from simlab.hardware.specs import BF16_BYTES, ModelConfig, expected_experts
 
 LAYER_KERNELS = 9  # norm, qkv, q/k-norm+rope, attention, o-proj, add+norm, gate-up, activation, down
 LM_HEAD_KERNELS = 1
@@ -44,12 +44,20 @@ class ForwardShape:
     logit_bytes_per_request: float = 0.0
     num_allreduces: int = 0
     kernels: int = 0
+    # a mixture-of-experts layer (DeepSeek's MTP module): every routed expert's bytes, of which ``weight_bytes``
+    # already counts the experts_per_token one token reads; more tokens read the expected distinct experts
+    routed_bytes: float = 0.0
+    experts: tuple[int, int] = (0, 0)  # (num_experts, experts_per_token)
 
     def time_s(self, device: Device, hidden_size: int, tokens: float, num_requests: float,
                context_tokens: float) -> float:
         queries_per_request = tokens / max(num_requests, 1.0)
         attn_flops = self.attn_flops_per_query_context * queries_per_request * context_tokens
-        return device.forward_parts_s(self.weight_bytes, self.kv_bytes_per_context_token * context_tokens,
+        weight_bytes = self.weight_bytes
+        if self.routed_bytes:
+            num_experts, k = self.experts
+            weight_bytes += self.routed_bytes * (float(expected_experts(tokens, num_experts, k)) - k) / num_experts
+        return device.forward_parts_s(weight_bytes, self.kv_bytes_per_context_token * context_tokens,
                                       self.logit_bytes_per_request * num_requests, self.flops_per_token * tokens,
                                       attn_flops, tokens, self.num_allreduces, hidden_size, self.kernels)
 
@@ -85,6 +93,16 @@ class RooflineDrafter:
         self.eagle3_fuse = shape(EAGLE3_FUSED_LAYERS * h * h, 0.0, 0, PROJECTION_KERNELS)
         mtp_matmul = 2 * h * h + layer_matmul + model.lm_head_params
         self.mtp_step = shape(mtp_matmul, norms, 1, ar_kernels + PROJECTION_KERNELS)
+        if model.is_moe or params.precision != "bf16":
+            # the model's own MTP layer: its matmuls in the target's precision (the LM head stays bf16) and, for a
+            # mixture of experts, one MoE layer reading the experts its tokens route to
+            body = 2 * h * h + layer_matmul
+            routed = model.num_experts * model.expert_params if model.is_moe else 0
+            self.mtp_step = replace(
+                self.mtp_step,
+                weight_bytes=(body * WEIGHT_BYTES[params.precision] + (model.lm_head_params + norms) * BF16_BYTES) / tp,
+                routed_bytes=routed * WEIGHT_BYTES[params.precision] / tp,
+                experts=(model.num_experts, model.experts_per_token))
         layers = params.draft_layers
         block_matmul = layers * layer_matmul + DFLASH_FUSED_LAYERS * h * h + model.lm_head_params
         self.parallel_block = shape(block_matmul, layers * norms, layers,
