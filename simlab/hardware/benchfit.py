@@ -6,8 +6,8 @@ Reads ``vllm bench serve --save-result`` JSON (one object a file) and SGLang ``b
 prompt and output lengths (``total_input_tokens`` and ``total_output_tokens`` over ``completed``), and what the
 benchmark measured (``mean_tpot_ms``, ``output_throughput``). The calibrated roofline of the GPU and model is
 fitted to them with the GPU's operator-level parameters fixed, as the shipped stacks are
-(:mod:`simlab.hardware.calfit.serving`): with 2-3 runs only ``step_overhead_s``, with 4-5 also
-``request_overhead_s``, from 6 also ``attention_efficiency``, from 8 also ``prefill_efficiency``.
+(:mod:`simlab.hardware.calfit.serving`): one parameter for every two measured values (a run gives one or two),
+in the order ``step_overhead_s``, ``request_overhead_s``, ``attention_efficiency``, ``prefill_efficiency``.
 """
 
 from __future__ import annotations
@@ -21,11 +21,11 @@ from typing import Any, Optional
 import numpy as np
 
 from simlab.common.errors import InputError
-from simlab.hardware.calfit.serving import SCALE, ServingRecord, fit_stack, predict
+from simlab.hardware.calfit.serving import SCALE, ServingRecord, fit_stack, identifiable, observations, predict
 
 GENERATOR = "simlab profiles fit (engine benchmark results)"
-PARAMETER_STEPS = ((2, "step_overhead_s"), (4, "request_overhead_s"), (6, "attention_efficiency"),
-                   (8, "prefill_efficiency"))
+# fitted in this order, one for every two measured values (serving.identifiable)
+FIT_ORDER = ("step_overhead_s", "request_overhead_s", "attention_efficiency", "prefill_efficiency")
 NEEDED = ("completed", "total_input_tokens", "total_output_tokens")
 SPECULATIVE_KEYS = ("accept_length", "spec_accept_length", "spec_decode_acceptance_length")
 
@@ -85,10 +85,6 @@ def run_record(run: dict[str, Any], *, label: str, gpu: str, model: str, stack: 
         output_throughput_tok_s=None if throughput is None else float(throughput), url=label)
 
 
-def fitted_names(num_observations: int) -> tuple[str, ...]:
-    return tuple(name for needed, name in PARAMETER_STEPS if num_observations >= needed)
-
-
 def fit_bench(files: list[Path], *, gpu: str, model: str, stack: str, precision: str, kv_precision: str,
               max_num_seqs: int, max_batch_tokens: int, name: str, command: Optional[str] = None) -> dict[str, Any]:
     """Fit the stack on the runs of ``files`` and return the table profile (with the fit in its provenance)."""
@@ -105,10 +101,10 @@ def fit_bench(files: list[Path], *, gpu: str, model: str, stack: str, precision:
             records.append(run_record(run, label=f"{path}#{i + 1}", gpu=start.gpu.name, model=start.model.name,
                                       stack=stack, precision=precision, kv_precision=kv_precision,
                                       max_num_seqs=max_num_seqs, max_batch_tokens=max_batch_tokens))
-    observations = sum((r.mean_tpot_ms is not None) + (r.output_throughput_tok_s is not None) for r in records)
-    names = fitted_names(observations)
+    names = identifiable(FIT_ORDER, records)
     if not names:
-        raise InputError(f"too few measurements to fit: {observations} (TPOT and throughput of {len(records)} runs)",
+        raise InputError(f"too few measurements to fit: {len(observations(records))} (TPOT and throughput of "
+                         f"{len(records)} runs)",
                          field="RESULTS", valid="at least 2 measured values, e.g. one run stating both mean TPOT "
                                                 "and output throughput; more runs fit more parameters")
     params, result = fit_stack(records, replace(start.params), names)

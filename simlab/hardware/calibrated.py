@@ -74,9 +74,7 @@ class CalibratedRooflineCostModel(RooflineCostModel):
         self._body_weight_s = (self.weight_read_bytes - head_bytes) / device.matmul_bytes_per_s
         self._head_weight_s = head_bytes / device.bytes_per_s
         self._body_flop_token_s = 2.0 * model.always_read_matmul_params / tp / device.matmul_flop_per_s
-        if model.is_moe:  # the routed experts: the share of their weights a step reads, their FLOPs per token
-            routed_bytes = model.routed_expert_params * self.weight_bytes_per_param / tp
-            self._routed_weight_s = routed_bytes / device.matmul_bytes_per_s
+        if model.is_moe:  # the routed experts' FLOPs per token (their read is the base's _routed_read_s)
             self._routed_flop_token_s = 2.0 * model.active_routed_params / tp / device.matmul_flop_per_s
         self._head_flop_token_s = 2.0 * model.lm_head_params / tp / device.flop_per_s
         self._elem_token_s = (model.num_layers * elementwise_bytes_per_token(model, tp) / device.elem_bytes_per_s)
@@ -94,7 +92,7 @@ class CalibratedRooflineCostModel(RooflineCostModel):
         body = gemm_s(self._body_weight_s, self._body_flop_token_s * flop_tokens, tokens, self._width)
         head = gemm_s(self._head_weight_s, self._head_flop_token_s * head_tokens, head_tokens, self._width)
         if self._routed:
-            body += gemm_s(self._routed_weight_s * float(self.routed_share(tokens)),
+            body += gemm_s(self._routed_read_s * float(self.routed_share(tokens)),
                            self._routed_flop_token_s * flop_tokens, tokens, self._width)
         return body + head + (self._elem_token_s + self._ar_token_s) * tokens
 
@@ -118,7 +116,7 @@ class CalibratedRooflineCostModel(RooflineCostModel):
                   + gemm_array(self._head_weight_s, self._head_flop_token_s * padded, padded, self._width)
                   + (self._elem_token_s + self._ar_token_s) * padded)
         if self._routed:
-            linear = linear + gemm_array(self._routed_weight_s * self.routed_share(padded),
+            linear = linear + gemm_array(self._routed_read_s * self.routed_share(padded),
                                          self._routed_flop_token_s * padded, padded, self._width)
         attention = np.maximum(c, 0.0) * knee_array(self._kv_token_s, self._attn_pair_s * (b / requests), self._width)
         gpu = linear + attention

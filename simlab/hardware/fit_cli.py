@@ -55,9 +55,12 @@ def fit_command(
         if value is None:
             raise InputError("benchmark results need the GPU and model they ran on", field=option,
                              valid=f"{option} NAME (see `simlab profiles list`)")
-    _check_choice("--stack", stack, ("vllm", "sglang", "trtllm", "eager"))
-    _check_choice("--precision", precision, ("bf16", "fp8", "fp4"))
-    _check_choice("--kv-precision", kv_precision, ("bf16", "fp8"))
+    from simlab.hardware.precision import KV_PRECISIONS, PRECISIONS
+    from simlab.hardware.stacks import STACKS
+
+    _check_choice("--stack", stack, tuple(STACKS))
+    _check_choice("--precision", precision, PRECISIONS)
+    _check_choice("--kv-precision", kv_precision, KV_PRECISIONS)
     data = fit_bench(list(measurements), gpu=gpu, model=model, stack=stack, precision=precision,
                      kv_precision=kv_precision, max_num_seqs=max_num_seqs, max_batch_tokens=max_batch_tokens,
                      name=name or out.stem, command=command)

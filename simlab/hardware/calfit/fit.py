@@ -33,7 +33,14 @@ from simlab.hardware.calfit.observe import (
     static_batch_exclusion,
     static_batch_rows,
 )
-from simlab.hardware.calfit.serving import STACK_FIT, ServingRecord, fit_stack, read_records, stack_entry
+from simlab.hardware.calfit.serving import (
+    STACK_FIT,
+    ServingRecord,
+    fit_stack,
+    identifiable,
+    read_records,
+    stack_entry,
+)
 from simlab.hardware.calfit.sources import OPERATORS, STATIC_BATCH, Source, Spec
 from simlab.hardware.device import RooflineParams
 from simlab.hardware.knee import MAX_KNEE_WIDTH
@@ -270,8 +277,7 @@ def refit_without(spec: Spec, fitted: dict[str, Any], gpu: str, stack: str, left
     how = spec.serving["stacks"][gpu][stack]
     rows = [r for r in fitted_records(read_records(spec.folder / spec.serving["file"]), gpu, stack, how)
             if r.source != left_out]
-    values = sum((r.mean_tpot_ms is not None) + (r.output_throughput_tok_s is not None) for r in rows)
-    names = tuple(how.get("fit") or ())[:max(0, values // 2)]
+    names = identifiable(tuple(how.get("fit") or ()), rows)
     if not rows or not names:
         return None
     entry = fitted["gpus"][gpu]

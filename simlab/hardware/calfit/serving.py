@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from simlab.hardware.buckets import Buckets
-from simlab.hardware.calfit.lsq import FitResult, fit_log
+from simlab.hardware.calfit.lsq import FitResult, fit_log, rounded
 from simlab.hardware.calibrated import CalibratedRooflineCostModel
 from simlab.hardware.calibration import STACK_PARAMETERS
 from simlab.hardware.device import RooflineParams
@@ -163,6 +163,11 @@ def observations(records: list[ServingRecord]) -> list[tuple[ServingRecord, str,
     return out
 
 
+def identifiable(names: tuple[str, ...], records: list[ServingRecord]) -> tuple[str, ...]:
+    """The first of ``names`` that the records' measured values can identify: one parameter per two values."""
+    return tuple(names)[:len(observations(records)) // 2]
+
+
 def stack_params(base: RooflineParams, names: tuple[str, ...], x: np.ndarray) -> RooflineParams:
     return replace(base, **{name: float(v) * SCALE[name] for name, v in zip(names, x)})
 
@@ -185,8 +190,6 @@ def fit_stack(records: list[ServingRecord], base: RooflineParams, names: tuple[s
 def stack_entry(params: RooflineParams, result: Optional[FitResult], names: tuple[str, ...], fitted_on: list[str],
                 borrowed: dict[str, str], note: Optional[str]) -> dict[str, Any]:
     """What fitted.yaml holds for one GPU's stack."""
-    from simlab.hardware.calfit.lsq import rounded
-
     entry: dict[str, Any] = {name: rounded(getattr(params, name)) for name in STACK_FIT}
     if result is not None:
         entry["standard_errors"] = {name: rounded(se * SCALE[name], 3) for name, se in
