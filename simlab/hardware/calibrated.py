@@ -103,9 +103,7 @@ class CalibratedRooflineCostModel(RooflineCostModel):
 
     def _verify_one(self, b: float, padded: float, c: float, requests: float) -> float:
         gpu = self._linear_s(padded, padded) + self._attention_s(b / requests, c)
-        if self._launch_floor_s > gpu and padded > self._graph_limit:
-            gpu = self._launch_floor_s
-        return gpu + self._fixed_s + self._request_s * requests
+        return self._floored(gpu, padded) + self._fixed_s + self._request_s * requests
 
     def _verify_array(self, batch_tokens: Any, context_tokens: Any, num_requests: Any) -> np.ndarray:
         b = np.asarray(batch_tokens, dtype=float)
@@ -119,10 +117,7 @@ class CalibratedRooflineCostModel(RooflineCostModel):
             linear = linear + gemm_array(self._routed_read_s * self.routed_share(padded),
                                          self._routed_flop_token_s * padded, padded, self._width)
         attention = np.maximum(c, 0.0) * knee_array(self._kv_token_s, self._attn_pair_s * (b / requests), self._width)
-        gpu = linear + attention
-        if self._launch_floor_s > 0.0:
-            gpu = np.where(padded > self._graph_limit, np.maximum(gpu, self._launch_floor_s), gpu)
-        cost = gpu + self._fixed_s + self._request_s * requests
+        cost = self._floored_array(linear + attention, padded) + self._fixed_s + self._request_s * requests
         return np.where(b > 0, cost, 0.0)
 
     def step_s(self, decode_tokens: int, context_tokens: float, num_requests: int, prefill_tokens: int = 0,

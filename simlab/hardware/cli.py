@@ -108,13 +108,15 @@ DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}
 
 def _stack_and_precision(provenance: dict) -> tuple[str, str]:
     """The serving stack and the weight / KV precision a profile stands for, from its provenance."""
-    params = (provenance.get("source") or {}).get("parameters") or {}
+    from simlab.hardware.profiles import roofline_source
+
     if provenance.get("generator") == "simlab profile":  # measured with simlab's own kernels (real mode)
         dtype = DTYPES.get(str(provenance.get("dtype")), str(provenance.get("dtype", "-")))
         return "eager", f"{dtype} / {dtype}"
-    if not params:
+    if not (provenance.get("source") or {}).get("parameters"):
         return "-", "-"
-    return str(params.get("stack", "vllm")), f"{params.get('precision', 'bf16')} / {params.get('kv_precision', 'bf16')}"
+    source = roofline_source(provenance)
+    return str(source["stack"]), f"{source['precision']} / {source['kv_precision']}"
 
 
 def _source(provenance: dict) -> str:

@@ -95,3 +95,12 @@ def check_is_table(data: Any, *, file: str | Path) -> None:
                 "`simlab profiles export`" if kind == "roofline" else "kind: table")
         raise InputError("a hardware profile file must hold a cost table", file=file, field="kind",
                          value=kind if kind is not None else ..., valid=hint)
+
+
+def roofline_source(provenance: dict[str, Any]) -> dict[str, Any]:
+    """What a profile exported from a roofline stands for, from its provenance's ``source``: the GPU, the model, the
+    serving stack and the weight and KV precisions (vLLM and bf16 for a profile written before stacks existed)."""
+    source = provenance.get("source") or {}
+    params = source.get("parameters") or {}
+    return {"gpu": source.get("gpu"), "model": source.get("model"), "stack": params.get("stack", "vllm"),
+            "precision": params.get("precision", "bf16"), "kv_precision": params.get("kv_precision", "bf16")}

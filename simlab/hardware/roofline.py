@@ -100,6 +100,19 @@ class RooflineCostModel(CostModel):
         m = self.model
         return expected_experts(tokens, m.num_experts, m.experts_per_token) / m.num_experts
 
+    def _floored(self, gpu_s: float, padded: float) -> float:
+        """A forward's GPU time ``gpu_s``, at least the host launch floor when ``padded`` tokens run outside a CUDA
+        graph."""
+        if self._launch_floor_s > gpu_s and padded > self._graph_limit:
+            return self._launch_floor_s
+        return gpu_s
+
+    def _floored_array(self, gpu_s: np.ndarray, padded: np.ndarray) -> np.ndarray:
+        """:meth:`_floored` over arrays."""
+        if self._launch_floor_s > 0.0:
+            return np.where(padded > self._graph_limit, np.maximum(gpu_s, self._launch_floor_s), gpu_s)
+        return gpu_s
+
     def _verify_one(self, b: float, padded: float, c: float, requests: float) -> float:
         """One decode-only forward: ``b`` > 0 tokens (``padded`` to its bucket), ``c`` context, ``requests`` >= 1."""
         queries_per_request = b / requests
@@ -108,9 +121,7 @@ class RooflineCostModel(CostModel):
             memory += self._routed_read_s * float(self.routed_share(padded))
         compute = self._decode_token_s * padded + self._attn_pair_s * queries_per_request * c
         gpu = memory if memory > compute else compute
-        if self._launch_floor_s > gpu and padded > self._graph_limit:
-            gpu = self._launch_floor_s
-        return gpu + self._ar_token_s * padded + self._fixed_s
+        return self._floored(gpu, padded) + self._ar_token_s * padded + self._fixed_s
 
     def _verify_array(self, batch_tokens: Any, context_tokens: Any, num_requests: Any) -> np.ndarray:
         b = np.asarray(batch_tokens, dtype=float)
@@ -121,10 +132,7 @@ class RooflineCostModel(CostModel):
         if self._routed:
             memory = memory + self._routed_read_s * self.routed_share(padded)
         compute = self._decode_token_s * padded + self._attn_pair_s * queries_per_request * c
-        gpu = np.maximum(memory, compute)
-        if self._launch_floor_s > 0.0:
-            gpu = np.where(padded > self._graph_limit, np.maximum(gpu, self._launch_floor_s), gpu)
-        cost = gpu + self._ar_token_s * padded + self._fixed_s
+        cost = self._floored_array(np.maximum(memory, compute), padded) + self._ar_token_s * padded + self._fixed_s
         return np.where(b > 0, cost, 0.0)
 
     def step_s(

@@ -45,15 +45,10 @@ def _profile(name: str):
     """The hardware a named profile is (a path or shipped name) and what it stands for."""
     from pathlib import Path
 
-    from simlab.hardware.profiles import find_profile, load_profile
+    from simlab.hardware.profiles import find_profile, load_profile, roofline_source
 
     path = find_profile(name, base_dir=Path.cwd(), file=None, field="NAME")
-    cost_model = load_profile(path)
-    provenance = cost_model.config.provenance or {}
-    source = provenance.get("source") or {}
-    params = source.get("parameters") or {}
-    description = {"gpu": source.get("gpu"), "model": source.get("model"), "stack": params.get("stack", "vllm"),
-                   "precision": params.get("precision", "bf16")}
+    description = roofline_source(load_profile(path).config.provenance or {})
     return str(Path(path).resolve()), description
 
 

@@ -133,6 +133,12 @@ def users_class(concurrency: int) -> str:
     return "1" if concurrency <= 1 else ("2-31" if concurrency < 32 else "32+")
 
 
+def abs_error_summary(errors: list[float]) -> dict[str, Any]:
+    """Points, median and largest of absolute errors (rounded to 0.1 %)."""
+    return {"points": len(errors), "median_abs_error": round(float(np.median(errors)), 3),
+            "max_abs_error": round(float(np.max(errors)), 3)}
+
+
 def error_table(rows: Iterable[CheckRow]) -> list[dict[str, Any]]:
     """Per GPU x stack x precision x drafter x role x users: points, median and largest absolute error (0.1 %)."""
     groups: dict[tuple, list[float]] = {}
@@ -143,8 +149,7 @@ def error_table(rows: Iterable[CheckRow]) -> list[dict[str, Any]]:
     out = []
     for (gpu, stack, precision, drafter, role, users), errors in sorted(groups.items()):
         out.append({"gpu": gpu, "stack": stack, "precision": precision, "drafter": drafter, "role": role,
-                    "users": users, "points": len(errors), "median_abs_error": round(float(np.median(errors)), 3),
-                    "max_abs_error": round(float(np.max(errors)), 3)})
+                    "users": users, **abs_error_summary(errors)})
     return out
 
 
@@ -184,7 +189,7 @@ def leave_one_source_out(folder: Optional[Path] = None) -> list[dict[str, Any]]:
     for gpu, stacks in spec.serving["stacks"].items():
         for stack, how in stacks.items():
             for source in (how.get("sources") or {}):
-                refit = refit_without(spec, fitted, gpu, stack, source)
+                refit = refit_without(spec, fitted, records, gpu, stack, source)
                 mine = [r for r in fitted_records(records, gpu, stack, how) if r.source == source]
                 if refit is None or not mine:
                     continue
@@ -195,7 +200,6 @@ def leave_one_source_out(folder: Optional[Path] = None) -> list[dict[str, Any]]:
                     errors += [abs(simulated[m] / getattr(record, m) - 1.0) for m in METRIC_KEYS
                                if getattr(record, m) is not None]
                 out.append({"gpu": gpu, "stack": stack, "left_out": source, "refitted": list(names),
-                            "points": len(errors), "median_abs_error": round(float(np.median(errors)), 3),
-                            "max_abs_error": round(float(np.max(errors)), 3)})
+                            **abs_error_summary(errors)})
     return out
 

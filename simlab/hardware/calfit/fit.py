@@ -268,15 +268,14 @@ def fitted_records(records: list[ServingRecord], gpu: str, stack: str, how: dict
             and all(str(getattr(r, k)) == str(v) for k, v in sources[r.source].items())]
 
 
-def refit_without(spec: Spec, fitted: dict[str, Any], gpu: str, stack: str, left_out: str
-                  ) -> Optional[tuple[dict[str, float], tuple[str, ...]]]:
-    """The stack's parameters fitted again without the records of source ``left_out`` (leave one source out):
-    the same start (the GPU's operator fit, or the stack it borrows from, as ``fitted`` holds them), as many of
-    its fitted parameters as the remaining values identify (one per two values, in calibration.yaml's order).
-    None when nothing is left to fit on."""
+def refit_without(spec: Spec, fitted: dict[str, Any], records: list[ServingRecord], gpu: str, stack: str,
+                  left_out: str) -> Optional[tuple[dict[str, float], tuple[str, ...]]]:
+    """The stack's parameters fitted again on ``records`` (the serving file's) without those of source
+    ``left_out`` (leave one source out): the same start (the GPU's operator fit, or the stack it borrows from, as
+    ``fitted`` holds them), as many of its fitted parameters as the remaining values identify (one per two values,
+    in calibration.yaml's order). None when nothing is left to fit on."""
     how = spec.serving["stacks"][gpu][stack]
-    rows = [r for r in fitted_records(read_records(spec.folder / spec.serving["file"]), gpu, stack, how)
-            if r.source != left_out]
+    rows = [r for r in fitted_records(records, gpu, stack, how) if r.source != left_out]
     names = identifiable(tuple(how.get("fit") or ()), rows)
     if not rows or not names:
         return None
