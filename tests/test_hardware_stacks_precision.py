@@ -152,3 +152,12 @@ def test_a_scenario_with_the_contracts_hardware_fields_runs_and_records_them():
     fp4 = build_roofline(RooflineHardware(**hardware))
     bf16 = build_roofline(RooflineHardware(**{**hardware, "precision": "bf16", "kv_precision": "bf16"}))
     assert fp4.verify_s(1) < bf16.verify_s(1)  # a quarter of the decoder layers' bytes at one token
+
+
+def test_the_config_accepts_exactly_the_stacks_and_precisions_the_hardware_layer_defines():
+    """config/ may not import hardware/, so RooflineHardware spells the names again; they must stay the same."""
+    from typing import get_args
+
+    accepted = {name: set(get_args(RooflineHardware.model_fields[name].annotation))
+                for name in ("stack", "precision", "kv_precision")}
+    assert accepted == {"stack": set(STACKS), "precision": set(WEIGHT_BYTES), "kv_precision": set(KV_BYTES)}
