@@ -137,6 +137,10 @@ def simulate_all(built: Built, *, jobs: int = 1, on_progress: Optional[Callable[
     """Simulate every arm; ``on_progress(arm index, finished requests)`` is called as they advance."""
     num_arms = len(built.arms)
     jobs = max(1, min(jobs, num_arms))
+    if any(prepared.policy.scheduler is not None for prepared in built.arms):
+        from simlab.schedulers.registry import load_compiled
+
+        load_compiled()  # so that no arm's time includes loading them (and forked workers inherit them)
     if jobs == 1 or "fork" not in mp.get_all_start_methods():
         return [
             _simulate_one(built, i, (lambda done, i=i: on_progress(i, done)) if on_progress else None)

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-HEAVY = ("pandas", "numpy", "scipy", "matplotlib", "torch", "simpy", "pydantic", "yaml")
+HEAVY = ("pandas", "numpy", "scipy", "matplotlib", "torch", "simpy", "pydantic", "yaml", "numba")
 
 
 def _loaded_heavy(code: str) -> list[str]:

@@ -23,7 +23,7 @@ class ArmPolicy:
     max_batch_tokens: int
     prior_conf: np.ndarray  # [G] stands in for lagged confidences a request does not have yet
     replay: Optional[object] = None  # simlab.acceptance.replay.BoundReplay: recorded outcomes instead of draws
-    _draft_table: list = field(default_factory=list, repr=False, compare=False)  # [draft length][request count]
+    _draft_grid: list = field(default_factory=list, repr=False, compare=False)  # [[draft length, request count]]
 
     def draft_s(self, num_requests: np.ndarray, context_tokens: np.ndarray) -> np.ndarray:
         """Drafter seconds of each step when all ``num_requests`` [S] requests draft γ positions, holding
@@ -33,22 +33,19 @@ class ArmPolicy:
             return np.zeros(counts.shape)
         if self.cost.draft_reads_context:
             return self._each(np.full(counts.shape, self.gamma), counts, context_tokens)
-        return self._table(self.gamma, counts)[counts]
+        return self._grid(counts)[self.gamma, counts]
 
     def draft_cost(self, draft_len: np.ndarray, num_drafting: np.ndarray, context_tokens: np.ndarray) -> np.ndarray:
         """Drafter seconds of each step in which ``num_drafting`` [S] requests draft ``draft_len`` [S] positions
-        (a draft length of 0 costs nothing); ``context_tokens`` [S] is the KV those requests hold."""
+        (a draft length of 0 costs nothing); ``context_tokens`` [S] is the KV those requests hold. Arrays may have
+        leading axes ([..., S]: several plans of each step); the result is elementwise."""
         counts = np.asarray(num_drafting, dtype=np.int64)
         lengths = np.asarray(draft_len, dtype=np.int64)
         if self.gamma == 0:
             return np.zeros(counts.shape)
         if self.cost.draft_reads_context:
             return self._each(lengths, counts, context_tokens)
-        out = np.zeros(counts.shape)
-        for d in np.unique(lengths).tolist():
-            chosen = lengths == d
-            out[chosen] = self._table(d, counts)[counts[chosen]]
-        return out
+        return self._grid(counts)[lengths, counts]
 
     def planned_draft_s(self, draft_len: np.ndarray, num_drafting: np.ndarray, num_decoding: np.ndarray,
                         context_tokens: np.ndarray) -> np.ndarray:
@@ -59,19 +56,20 @@ class ArmPolicy:
         return self.draft_cost(draft_len, num_drafting, share)
 
     def _each(self, lengths: np.ndarray, counts: np.ndarray, context_tokens: np.ndarray) -> np.ndarray:
-        contexts = np.asarray(context_tokens, dtype=float)
-        seconds = [self._draft(r, c, d) for r, c, d in zip(counts.tolist(), contexts.tolist(), lengths.tolist())]
-        return np.array(seconds).reshape(counts.shape)
+        lengths, counts, contexts = np.broadcast_arrays(lengths, counts, np.asarray(context_tokens, dtype=float))
+        seconds = [self._draft(r, c, d)
+                   for r, c, d in zip(counts.ravel().tolist(), contexts.ravel().tolist(), lengths.ravel().tolist())]
+        return np.array(seconds, dtype=float).reshape(counts.shape)
 
-    def _table(self, draft_len: int, counts: np.ndarray) -> np.ndarray:
-        """Seconds by request count for one draft length (a model whose cost ignores context), grown as needed."""
-        tables = self._draft_table
-        while len(tables) <= draft_len:
-            tables.append(np.zeros(0))
-        if np.maximum.reduce(counts, axis=None, initial=0) >= len(tables[draft_len]):
-            size = max(int(np.maximum.reduce(counts, axis=None)) + 1, 2 * len(tables[draft_len]), 256)
-            tables[draft_len] = np.array([self._draft(r, 0.0, draft_len) for r in range(size)])
-        return tables[draft_len]
+    def _grid(self, counts: np.ndarray) -> np.ndarray:
+        """Seconds by draft length 0..γ and request count (a model whose cost ignores context), grown as needed."""
+        grids = self._draft_grid
+        largest = int(np.maximum.reduce(counts, axis=None, initial=0))
+        if not grids or largest >= grids[0].shape[1]:
+            size = max(largest + 1, 2 * grids[0].shape[1] if grids else 0, 256)
+            grid = np.array([[self._draft(r, 0.0, d) for r in range(size)] for d in range(self.gamma + 1)])
+            grids[:] = [grid]
+        return grids[0]
 
     def _draft(self, num_requests: int, context_tokens: float, draft_len: int) -> float:
         if num_requests == 0 or draft_len == 0:

@@ -25,7 +25,8 @@ class ScheduleInputs:
     true_accepted:  [S, R] how many leading drafted positions the target will accept (oracle only).
     num_requests:   [S] requests in the batch at each step, when some of the R rows sit a step out (their
                     max_len is 0 and they add no anchor token); None means all R every step.
-    draft_cost:     (draft lengths [S], requests drafting [S]) -> drafter seconds [S]; what drafting would cost
+    draft_cost:     (draft lengths [..., S], requests drafting [..., S]) -> drafter seconds [..., S] (elementwise);
+                    what drafting would cost
                     (schedulers that plan the draft read it).
     min_budget:     [S] candidates a step verifies at least (set by a scheduler's draft plan), or None.
     """
