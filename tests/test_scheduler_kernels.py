@@ -55,7 +55,7 @@ def _inputs(rng, steps, num_requests, gamma, levels, cost, budget, sit_out, draf
 
 SHAPES = dict(
     steps=st.sampled_from([1, 3]),
-    num_requests=st.integers(0, 40),
+    num_requests=st.integers(0, 60),  # above SMALL_SORT too
     gamma=st.integers(1, 8),
     seed=st.integers(0, 2**31 - 1),
     levels=st.sampled_from([1, 3, 10, 1000]),

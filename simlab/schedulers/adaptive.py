@@ -52,8 +52,8 @@ def plan_draft(inp: ScheduleInputs, *, lag_steps: int, slo_tpot_ms: Optional[flo
     lagged = products(inp.lagged_conf)
     row_len = row_lengths(inp.max_len, inp.conf.shape)  # positions a request cannot verify now are left out
     all_drafting = np.add.reduce(may_verify, axis=1)  # [S]
-    lengths = np.broadcast_to(np.arange(1, gamma + 1)[:, None], (gamma, steps))  # [G, S]: d = 1..G
-    draft_all = inp.draft_cost(lengths, np.broadcast_to(all_drafting, (gamma, steps)))  # [G, S]
+    lengths = np.repeat(np.arange(1, gamma + 1), steps).reshape(gamma, steps)  # [G, S]: d = 1..G
+    draft_all = inp.draft_cost(lengths, np.tile(all_drafting, (gamma, 1)))  # [G, S]
     verify = verify_seconds(inp, batch, num_requests * gamma + 1)  # [S, n + 1]
     anchors, token_budget = batch.astype(np.float64), budgets(inp.token_budget, steps)
     draft_all_s = np.ascontiguousarray(np.concatenate([np.zeros((1, steps)), draft_all]).T)  # [S, G + 1]
@@ -70,17 +70,17 @@ def plan_draft(inp: ScheduleInputs, *, lag_steps: int, slo_tpot_ms: Optional[flo
     draft_fewer = inp.draft_cost(lengths, fewer)
     use_fewer = draft_fewer < draft_all
     draft = np.where(use_fewer, draft_fewer, draft_all)  # [G, S]
-    step_s = np.take_along_axis(verify, chosen_k, axis=1).T + draft
+    rows = np.arange(steps)
+    step_s = verify[rows[:, None], chosen_k].T + draft
     gained = gained.T
     factor = mean_recip.T if mean_recip is not None else batch / gained
-    plain_s = _plain_seconds(inp, batch)  # d = 0: no draft, every request emits one token
+    plain_s = verify[:, 0]  # d = 0: no draft, every request emits one token (B = R)
     objective = np.concatenate([(batch / plain_s)[None], gained / step_s])  # [G + 1, S]
     tpot_ms = np.concatenate([(plain_s * 1e3)[None], step_s * factor * 1e3])
     within = np.ones(objective.shape, dtype=bool) if slo_tpot_ms is None else tpot_ms <= slo_tpot_ms
     eligible = np.concatenate([np.ones((1, steps), dtype=bool),
                                np.where(use_fewer, fewer > 0, (all_drafting > 0)[None, :])])  # someone drafts
     best_len = kernels().choose_draft_len(objective, tpot_ms, within, eligible)
-    rows = np.arange(steps)
     chosen = np.maximum(best_len - 1, 0)
     best_set = np.where(use_fewer[chosen, rows][:, None], drafting[rows, chosen], may_verify) & (best_len > 0)[:, None]
     best_draft = np.where(best_len > 0, draft[chosen, rows], 0.0)
@@ -99,13 +99,6 @@ def _committed_budget(inp: ScheduleInputs, lagged: np.ndarray, row_len: np.ndarr
     drafted = np.ascontiguousarray(np.where(drafting, np.minimum(row_len, draft_len[:, None]), 0), dtype=np.int64)
     k = best_budget(inp, lagged, drafted, extra_s=draft_s, slo_ms=slo_tpot_ms, seconds=verify)
     return np.where(paid, k, 0).astype(np.int64)
-
-
-def _plain_seconds(inp: ScheduleInputs, batch: np.ndarray) -> np.ndarray:
-    """Verify seconds of a step in which nobody drafts (B = R)."""
-    seconds = np.asarray(inp.verify_s(batch[:, None]), dtype=float)
-    return np.broadcast_to(seconds.reshape(-1, 1), (len(batch), 1))[:, 0] if seconds.size == 1 else \
-        seconds.reshape(len(batch), -1)[:, 0]
 
 
 def verify(inp: ScheduleInputs, *, lag_steps: int, slo_tpot_ms: Optional[float]) -> np.ndarray:

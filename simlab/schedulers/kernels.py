@@ -24,19 +24,9 @@ start-up never loads numba.
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
+import numpy as np
 
-
-def _cache_dir() -> str:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return str(Path(base) / "simlab" / "numba")
-
-
-os.environ.setdefault("NUMBA_CACHE_DIR", _cache_dir())
-
-import numpy as np  # noqa: E402
-from numba import njit  # noqa: E402
+from simlab.common.jit import njit
 
 
 @njit(cache=True, inline="always")
@@ -230,6 +220,9 @@ def best_budget_slo(a, row_len, order, anchors, seconds, extra_s, budget, batch,
 
 
 # ----------------------------------------------------------------------------------------- the adaptive draft plan
+SMALL_SORT = 48  # columns of at most this many candidates are sorted by insertion
+
+
 @njit(cache=True)
 def draft_plan(a, row_len, anchors, seconds, draft_all_s, budget):
     """For every draft length d = 1..G (index d - 1): the best verify budget K_d of the path of positions j < d,
@@ -253,7 +246,17 @@ def draft_plan(a, row_len, anchors, seconds, draft_all_s, budget):
                 if _length(row_len, s, r, gamma) > i:
                     column[count] = a[s, r, i]
                     count += 1
-            added = np.sort(column[:count])  # ascending: read from its end
+            if count <= SMALL_SORT:  # insertion sort in place: no allocation for the usual small columns
+                for x in range(1, count):
+                    value = column[x]
+                    y = x - 1
+                    while y >= 0 and column[y] > value:
+                        column[y + 1] = column[y]
+                        y -= 1
+                    column[y + 1] = value
+                added = column
+            else:
+                added = np.sort(column[:count])  # ascending: read from its end
             x, y, z = 0, count - 1, 0
             while x < size or y >= 0:
                 if y < 0 or (x < size and path[x] >= added[y]):
