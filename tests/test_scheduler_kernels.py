@@ -143,3 +143,16 @@ def test_an_empty_batch_schedules_nothing(kind):
                          verify_s=COSTS["linear"], lagged_conf=np.zeros((2, 0, 3)),
                          lagged_max_len=np.zeros((2, 0), dtype=np.int64), true_accepted=np.zeros((2, 0), np.int64))
     assert make_scheduler(kind)(inp).shape == (2, 0)
+
+
+def test_plan_ties_between_draft_lengths_go_to_the_longer_draft():
+    """Positions 1 and 2 are worth nothing and drafting is free: d = 1, 2, 3 plan equally well, and the plan
+    drafts 3 (docs/schedulers.md), as the reference does."""
+    conf = np.array([[[1.0, 0.0, 0.0], [1.0, 0.0, 0.0]]])
+    inp = ScheduleInputs(conf=conf, max_len=np.full((1, 2), 3), verify_s=COSTS["flat"], lagged_conf=conf,
+                         lagged_max_len=np.full((1, 2), 3), draft_cost=lambda d, n: np.zeros(np.shape(d)))
+    scheduler = make_scheduler("adaptive")
+    got = scheduler.plan_draft(inp)
+    assert got[0].tolist() == [3]
+    for left, right in zip(got, PLAN_DRAFT(inp, **scheduler.params)):
+        assert np.array_equal(left, right)

@@ -65,27 +65,17 @@ def plan_draft(inp: ScheduleInputs, *, lag_steps: int, slo_tpot_ms: Optional[flo
             lagged, path_order(lagged, row_len), row_len, anchors, verify, draft_all_s, token_budget, batch,
             float(slo_tpot_ms))
     # [S, G, R] who verifies anything at each d's lagged optimum; leaving the others out may make the draft cheaper
-    drafting &= may_verify[:, None, :]
-    fewer = np.add.reduce(drafting, axis=2).T  # [G, S]
+    fewer = np.add.reduce(drafting & may_verify[:, None, :], axis=2).T  # [G, S]
     draft_fewer = inp.draft_cost(lengths, fewer)
-    use_fewer = draft_fewer < draft_all
-    draft = np.where(use_fewer, draft_fewer, draft_all)  # [G, S]
-    rows = np.arange(steps)
-    step_s = verify[rows[:, None], chosen_k].T + draft
-    gained = gained.T
-    factor = mean_recip.T if mean_recip is not None else batch / gained
-    plain_s = verify[:, 0]  # d = 0: no draft, every request emits one token (B = R)
-    objective = np.concatenate([(batch / plain_s)[None], gained / step_s])  # [G + 1, S]
-    tpot_ms = np.concatenate([(plain_s * 1e3)[None], step_s * factor * 1e3])
-    within = np.ones(objective.shape, dtype=bool) if slo_tpot_ms is None else tpot_ms <= slo_tpot_ms
-    eligible = np.concatenate([np.ones((1, steps), dtype=bool),
-                               np.where(use_fewer, fewer > 0, (all_drafting > 0)[None, :])])  # someone drafts
-    best_len = kernels().choose_draft_len(objective, tpot_ms, within, eligible)
-    chosen = np.maximum(best_len - 1, 0)
-    best_set = np.where(use_fewer[chosen, rows][:, None], drafting[rows, chosen], may_verify) & (best_len > 0)[:, None]
-    best_draft = np.where(best_len > 0, draft[chosen, rows], 0.0)
-    return best_len, best_set, _committed_budget(inp, lagged, row_len, verify, best_len, best_set, best_draft,
-                                                 slo_tpot_ms)
+    slo = -1.0 if slo_tpot_ms is None else float(slo_tpot_ms)
+    best_len, best_set, best_draft, committed = kernels().finish_plan(
+        lagged, row_len, anchors, verify, token_budget, chosen_k, gained,
+        mean_recip if mean_recip is not None else np.zeros((steps, gamma)), np.ascontiguousarray(draft_all),
+        np.ascontiguousarray(draft_fewer, dtype=np.float64), drafting, np.ascontiguousarray(may_verify), batch, slo,
+        slo_tpot_ms is not None)
+    if slo_tpot_ms is not None:
+        committed = _committed_budget(inp, lagged, row_len, verify, best_len, best_set, best_draft, slo_tpot_ms)
+    return best_len, best_set, committed
 
 
 def _committed_budget(inp: ScheduleInputs, lagged: np.ndarray, row_len: np.ndarray, verify: np.ndarray,

@@ -384,22 +384,87 @@ def draft_plan_slo(a, order, row_len, anchors, seconds, draft_all_s, budget, bat
 
 
 @njit(cache=True)
-def choose_draft_len(objective, tpot_ms, within, eligible):
-    """[S] the draft length (row index of these [G + 1, S] arrays, 0 = no draft) of the best plan: a plan within
-    the SLO beats one that is not; among those within, the higher objective; among those not, the lower expected
-    TPOT; ties go to the longer draft. Only ``eligible`` plans (someone drafts) count beside d = 0."""
-    num_lengths, steps = objective.shape
-    out = np.zeros(steps, dtype=np.int64)
+def finish_plan(a, row_len, anchors, seconds, budget, chosen_k, gained, mean_recip, draft_all, draft_fewer, drafting,
+                may_verify, batch, slo_ms, with_slo):
+    """The adaptive plan from each draft length's lagged optimum (:func:`draft_plan`): per d, draft only the
+    requests that verify something there when that is cheaper (``draft_fewer`` < ``draft_all``, both [G, S]);
+    price each plan (expected tokens per second, expected TPOT) and pick the best: one within the SLO beats one
+    that is not; among those within, the higher objective; among those not, the lower TPOT; ties go to the longer
+    draft; only plans in which someone drafts count beside d = 0 (plain decoding at ``seconds[s, 0]``).
+
+    Returns the draft length [S], who drafts [S, R], the draft's seconds [S] and, without an SLO, the verify budget
+    the draft was paid for [S] (:func:`best_budget` over the lagged path of what is drafted; 0 where the draft is
+    free; with an SLO the caller computes it)."""
+    steps, num_rows = row_len.shape
+    gamma = a.shape[2]
+    best_len = np.zeros(steps, dtype=np.int64)
+    best_set = np.zeros((steps, num_rows), dtype=np.bool_)
+    best_draft = np.zeros(steps)
+    committed = np.zeros(steps, dtype=np.int64)
+    objective = np.empty(gamma + 1)
+    tpot = np.empty(gamma + 1)
+    within = np.empty(gamma + 1, dtype=np.bool_)
+    eligible = np.empty(gamma + 1, dtype=np.bool_)
+    use_fewer = np.empty(gamma + 1, dtype=np.bool_)
+    cost = np.empty(gamma + 1)
+    values = np.empty(num_rows * gamma)
     for s in range(steps):
+        plain_s = seconds[s, 0]
+        objective[0] = batch[s] / plain_s
+        tpot[0] = plain_s * 1e3
+        within[0] = (not with_slo) or tpot[0] <= slo_ms
+        eligible[0] = True
+        num_may = 0
+        for r in range(num_rows):
+            if may_verify[s, r]:
+                num_may += 1
+        for d in range(1, gamma + 1):
+            i = d - 1
+            fewer = 0
+            for r in range(num_rows):
+                if drafting[s, i, r] and may_verify[s, r]:
+                    fewer += 1
+            use_fewer[d] = draft_fewer[i, s] < draft_all[i, s]
+            cost[d] = draft_fewer[i, s] if use_fewer[d] else draft_all[i, s]
+            step_s = seconds[s, chosen_k[s, i]] + cost[d]
+            factor = mean_recip[s, i] if with_slo else batch[s] / gained[s, i]
+            objective[d] = gained[s, i] / step_s
+            tpot[d] = step_s * factor * 1e3
+            within[d] = (not with_slo) or tpot[d] <= slo_ms
+            eligible[d] = fewer > 0 if use_fewer[d] else num_may > 0
         best = 0
-        for d in range(1, num_lengths):
-            if not eligible[d, s]:
+        for d in range(1, gamma + 1):
+            if not eligible[d]:
                 continue
-            if within[d, s] == within[best, s]:
-                better = objective[d, s] >= objective[best, s] if within[d, s] else tpot_ms[d, s] <= tpot_ms[best, s]
+            if within[d] == within[best]:
+                better = objective[d] >= objective[best] if within[d] else tpot[d] <= tpot[best]
             else:
-                better = within[d, s]
+                better = within[d]
             if better:
                 best = d
-        out[s] = best
-    return out
+        best_len[s] = best
+        if best == 0:
+            continue
+        best_draft[s] = cost[best]
+        for r in range(num_rows):
+            best_set[s, r] = (drafting[s, best - 1, r] and may_verify[s, r]) if use_fewer[best] else may_verify[s, r]
+        if with_slo or not best_draft[s] > 0.0:
+            continue
+        # the budget the draft was paid for: the best K of the lagged path over what is drafted
+        count = 0
+        for r in range(num_rows):
+            if best_set[s, r]:
+                for j in range(min(_length(row_len, s, r, gamma), best)):
+                    values[count] = a[s, r, j]
+                    count += 1
+        ordered = np.sort(values[:count])  # ascending: the path reads it from the end
+        most = min(count, max(budget[s], 0))
+        top = anchors[s] / (seconds[s, 0] + best_draft[s])
+        total = 0.0
+        for k in range(1, most + 1):
+            value = ordered[count - k]
+            total = value if k == 1 else total + value
+            objective_k = (total + anchors[s]) / (seconds[s, k] + best_draft[s])
+            if objective_k > top:
+                top, committed[s] = objective_k, k
+    return best_len, best_set, best_draft, committed

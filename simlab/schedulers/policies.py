@@ -47,7 +47,8 @@ def hardware_aware(inp: ScheduleInputs) -> np.ndarray:
 
 def _budget_from(inp: ScheduleInputs, conf: np.ndarray, max_len: np.ndarray, *, with_draft: bool) -> np.ndarray:
     """The total budget K maximising the objective along the path built from ``conf`` (global argmax)."""
-    return best_budget(inp, products(conf), row_lengths(max_len, conf.shape), extra_s=inp.draft_s if with_draft else 0.0)
+    extra_s = inp.draft_s if with_draft else 0.0
+    return best_budget(inp, products(conf), row_lengths(max_len, conf.shape), extra_s=extra_s)
 
 
 def async_topk(inp: ScheduleInputs, *, lag_steps: int) -> np.ndarray:
