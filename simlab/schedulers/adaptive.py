@@ -30,8 +30,15 @@ import numpy as np
 
 from simlab.schedulers.inputs import ScheduleInputs
 from simlab.schedulers.path import (
-    batch_sizes, best_budget, budgets, early_stop, kernels, path_order, products, row_lengths, verify_seconds,
+    batch_sizes, best_budget, budgets, early_stop, path_order, products, row_lengths, verify_seconds,
 )
+
+
+def plan_kernels():
+    """The draft plan's compiled walks (numba is imported on a scheduler's first call)."""
+    from simlab.schedulers import plan_kernels as compiled
+
+    return compiled
 
 
 def plan_draft(inp: ScheduleInputs, *, lag_steps: int, slo_tpot_ms: Optional[float]
@@ -39,7 +46,7 @@ def plan_draft(inp: ScheduleInputs, *, lag_steps: int, slo_tpot_ms: Optional[flo
     """Draft lengths [S], which requests draft [S, R] (only rows that may verify, ``max_len > 0``) and the
     verify budget [S] the draft was paid for (see :func:`_committed_budget`).
 
-    The paths of every draft length are walked in one compiled call (:func:`simlab.schedulers.kernels.draft_plan`;
+    The paths of every draft length are walked in one compiled call (:func:`simlab.schedulers.plan_kernels.draft_plan`;
     with an SLO one walk of the full path serves every d, the path of positions j < d being the full path with
     the others left out)."""
     steps, num_requests, gamma = inp.conf.shape
@@ -47,32 +54,29 @@ def plan_draft(inp: ScheduleInputs, *, lag_steps: int, slo_tpot_ms: Optional[flo
         return np.zeros(steps, dtype=np.int64), np.zeros((steps, 0), dtype=bool), np.zeros(steps, dtype=np.int64)
     if inp.lagged_conf is None or inp.draft_cost is None:
         raise ValueError("adaptive needs lagged_conf and draft_cost")
-    may_verify = inp.max_len > 0  # [S, R]
     batch = batch_sizes(inp)
     lagged = products(inp.lagged_conf)
     row_len = row_lengths(inp.max_len, inp.conf.shape)  # positions a request cannot verify now are left out
-    all_drafting = np.add.reduce(may_verify, axis=1)  # [S]
+    all_drafting = np.add.reduce(inp.max_len > 0, axis=1)  # [S] requests that may verify
     lengths = np.repeat(np.arange(1, gamma + 1), steps).reshape(gamma, steps)  # [G, S]: d = 1..G
-    draft_all = inp.draft_cost(lengths, np.tile(all_drafting, (gamma, 1)))  # [G, S]
     verify = verify_seconds(inp, batch, num_requests * gamma + 1)  # [S, n + 1]
     anchors, token_budget = batch.astype(np.float64), budgets(inp.token_budget, steps)
-    draft_all_s = np.ascontiguousarray(np.concatenate([np.zeros((1, steps)), draft_all]).T)  # [S, G + 1]
+    draft_all_s = np.zeros((steps, gamma + 1))  # [S, d = 0..G]: every request that may verify drafts d
+    draft_all_s[:, 1:] = inp.draft_cost(lengths, np.tile(all_drafting, (gamma, 1))).T
     if slo_tpot_ms is None:
-        chosen_k, gained, drafting = kernels().draft_plan(lagged, row_len, anchors, verify, draft_all_s, token_budget)
-        mean_recip = None
+        chosen_k, gained, drafting = plan_kernels().draft_plan(lagged, row_len, anchors, verify, draft_all_s,
+                                                               token_budget)
+        mean_recip = np.zeros((steps, gamma))
     else:
-        chosen_k, gained, mean_recip, drafting = kernels().draft_plan_slo(
+        chosen_k, gained, mean_recip, drafting = plan_kernels().draft_plan_slo(
             lagged, path_order(lagged, row_len), row_len, anchors, verify, draft_all_s, token_budget, batch,
             float(slo_tpot_ms))
     # [S, G, R] who verifies anything at each d's lagged optimum; leaving the others out may make the draft cheaper
-    fewer = np.add.reduce(drafting & may_verify[:, None, :], axis=2).T  # [G, S]
-    draft_fewer = inp.draft_cost(lengths, fewer)
-    slo = -1.0 if slo_tpot_ms is None else float(slo_tpot_ms)
-    best_len, best_set, best_draft, committed = kernels().finish_plan(
-        lagged, row_len, anchors, verify, token_budget, chosen_k, gained,
-        mean_recip if mean_recip is not None else np.zeros((steps, gamma)), np.ascontiguousarray(draft_all),
-        np.ascontiguousarray(draft_fewer, dtype=np.float64), drafting, np.ascontiguousarray(may_verify), batch, slo,
-        slo_tpot_ms is not None)
+    fewer = np.ascontiguousarray(np.add.reduce(drafting, axis=2).T)  # [G, S]
+    draft_fewer = np.ascontiguousarray(inp.draft_cost(lengths, fewer), dtype=np.float64)
+    best_len, best_set, best_draft, committed = plan_kernels().finish_plan(
+        lagged, row_len, anchors, verify, token_budget, chosen_k, gained, mean_recip, draft_all_s, drafting, fewer,
+        draft_fewer, batch, -1.0 if slo_tpot_ms is None else float(slo_tpot_ms), slo_tpot_ms is not None)
     if slo_tpot_ms is not None:
         committed = _committed_budget(inp, lagged, row_len, verify, best_len, best_set, best_draft, slo_tpot_ms)
     return best_len, best_set, committed

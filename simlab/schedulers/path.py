@@ -80,19 +80,21 @@ def verify_seconds(inp: ScheduleInputs, batch: np.ndarray, width: int) -> np.nda
     return np.ascontiguousarray(seconds)
 
 
+def _negated(a: np.ndarray, row_len: np.ndarray) -> np.ndarray:
+    """[S, R*G] each candidate's -a, invalid candidates +1 (so that they sort last)."""
+    steps, num_requests, gamma = a.shape
+    return np.where(np.arange(gamma) < row_len[..., None], -a, 1.0).reshape(steps, num_requests * gamma)
+
+
 def sorted_path(a: np.ndarray, row_len: np.ndarray) -> np.ndarray:
     """[S, R*G] each step's path values, negated and sorted ascending (invalid candidates +1, last): the
     ``neg`` the compiled walks read."""
-    steps, num_requests, gamma = a.shape
-    neg = np.where(np.arange(gamma) < row_len[..., None], -a, 1.0).reshape(steps, num_requests * gamma)
-    return np.sort(neg, axis=-1)
+    return np.sort(_negated(a, row_len), axis=-1)
 
 
 def path_order(a: np.ndarray, row_len: np.ndarray) -> np.ndarray:
     """[S, R*G] the flat indices r * G + j of each step's candidates in path order (a stable sort)."""
-    steps, num_requests, gamma = a.shape
-    neg = np.where(np.arange(gamma) < row_len[..., None], -a, 1.0).reshape(steps, num_requests * gamma)
-    return np.ascontiguousarray(np.argsort(neg, axis=-1, kind="stable"))
+    return np.ascontiguousarray(np.argsort(_negated(a, row_len), axis=-1, kind="stable"))
 
 
 def admitted_lengths(a: np.ndarray, row_len: np.ndarray, num_admitted, neg: np.ndarray | None = None) -> np.ndarray:

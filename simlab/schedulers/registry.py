@@ -256,7 +256,6 @@ def write_docs_table(path: str = "docs/schedulers.md") -> bool:
     return new != text
 
 
-
 def load_compiled() -> None:
     """Load the compiled path walks every scheduler uses (from numba's cache; compiled there on first use), by
     running each scheduler once on a tiny step: a simulation then times its arms without the loading (about
@@ -269,11 +268,9 @@ def load_compiled() -> None:
         draft_s=np.full(steps, 1e-3), token_budget=np.full(steps, 3), lagged_conf=conf, lagged_max_len=max_len,
         true_accepted=np.ones((steps, num_requests), dtype=np.int64),
         draft_cost=lambda draft_len, num_drafting: 1e-3 * np.asarray(draft_len, float) * (np.asarray(num_drafting) > 0))
+    variants = {"threshold": [{"threshold": 0.4}], "adaptive": [{}, {"slo_tpot_ms": 20.0}]}  # the compiled paths
     for kind in REGISTRY:
-        for params in ({}, {"slo_tpot_ms": 20.0}) if kind == "adaptive" else ({"threshold": 0.4},) \
-                if kind == "threshold" else ({},):
+        for params in variants.get(kind, [{}]):
             scheduler = make_scheduler(kind, **params)
-            if scheduler.plans_draft:
-                _, _, inputs.min_budget = scheduler.plan_draft(inputs)
+            inputs.min_budget = scheduler.plan_draft(inputs)[2] if scheduler.plans_draft else None
             scheduler(inputs)
-            inputs.min_budget = None
