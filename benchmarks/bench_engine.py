@@ -11,6 +11,8 @@ memory      1,000,000 requests through `simlab run` (two arms, results written):
             (target: < 2 GiB)
 matrix      the throughput case across workloads: chat/math x short/long outputs x constant/varied lengths x
             closed/open loop (target: >= 1,000,000 output tokens per wall-second in every case)
+disaggregation  8 GPUs co-located against 4:4 prefill/decode pools (scenarios/studies/disaggregation.yaml at
+            gaps x 0.1): wall per arm of each
 """
 
 from __future__ import annotations
@@ -155,7 +157,23 @@ def matrix() -> dict:
     return rows
 
 
-BENCHMARKS = {"throughput": throughput, "azure": azure, "memory": memory, "matrix": matrix}
+def disaggregation() -> dict:
+    """The same 8 GPUs co-located and as 4:4 prefill/decode pools, on 3,000 Azure requests at 47 requests/s: the
+    wall per arm of each (the pools' blocks stop at every prefill iteration's end, so they are shorter)."""
+    study = yaml.safe_load((ROOT / "scenarios" / "studies" / "disaggregation.yaml").read_text())
+    split = study["sweep"]["zip"]["engine.disaggregation"][3]
+    rows = {}
+    for label, engine in (("co-located-8", {}), ("pools-4-4", {"replicas": 1, "disaggregation": split})):
+        data = {key: value for key, value in study.items() if key != "sweep"}
+        data = {**data, "name": f"bench-{label}", "engine": {**study["engine"], **engine}}
+        for o in _simulate(data):
+            rows[f"{label}/{o.name}"] = {"sim_wall_s": round(o.metrics["sim_wall_s"], 2),
+                                         "engine_steps": o.metrics["num_steps"]}
+    return rows
+
+
+BENCHMARKS = {"throughput": throughput, "azure": azure, "memory": memory, "matrix": matrix,
+              "disaggregation": disaggregation}
 
 
 def main(names: list[str]) -> None:

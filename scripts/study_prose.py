@@ -165,8 +165,38 @@ def miscalibration() -> str:
     return "Over the grid of head noise and bias: " + "; ".join(out) + "."
 
 
+def _pools(split) -> str:
+    """A sweep's engine.disaggregation value: None (co-located) or the pools."""
+    if not isinstance(split, dict):
+        return "co-located"
+    return f"{split['prefill_replicas']}:{split['decode_replicas']}"
+
+
+def disaggregation() -> str:
+    table = _sweep("disaggregation").table.copy()
+    table["pools"] = table["engine.disaggregation"].map(_pools)
+    table["goodput_per_gpu"] = table["request_goodput"] / table["num_gpus"]
+    num_gpus = int(table["num_gpus"].iloc[0])
+    out = []
+    for scale, frame in sorted(table.groupby("workload.time_scale"), key=lambda item: -item[0]):
+        good = frame.pivot(index="pools", columns="arm", values="goodput_per_gpu")
+        user = frame.pivot(index="pools", columns="arm", values=USER)
+        tpot = frame.pivot(index="pools", columns="arm", values="p90_tpot_ms")
+        splits = good.drop(index="co-located")
+        parts = []
+        for arm in ("no-spec", "mtp-1", "dspark-goodput", "dspark-adaptive"):
+            best = splits[arm].idxmax()
+            parts.append(f"`{arm}` {good.loc['co-located', arm]:.2f} -> {splits.loc[best, arm]:.2f} at {best} (p90 "
+                         f"TPOT {tpot.loc['co-located', arm]:.1f} -> {tpot.loc[best, arm]:.1f} ms, median user "
+                         f"{user.loc['co-located', arm]:.0f} -> {user.loc[best, arm]:.0f} tokens/s)")
+        out.append(f"at time scale {scale:g} ({frame['request_throughput'].max():.0f} requests/s served) "
+                   + ", ".join(parts))
+    return (f"Goodput per GPU (requests/s meeting both SLOs ÷ {num_gpus}), co-located -> the best prefill:decode "
+            "split of the same GPUs: " + "; ".join(out) + ".")
+
+
 STUDIES = {"crossover": crossover, "deepseek-sla": deepseek_sla, "capacity": capacity, "gpus": gpus,
-           "miscalibration": miscalibration}
+           "miscalibration": miscalibration, "disaggregation": disaggregation}
 
 
 def markers(name: str) -> tuple[str, str]:

@@ -17,6 +17,7 @@ from simlab.common.errors import InputError
 from simlab.common.version import __version__
 from simlab.config.loading import LoadedScenario
 from simlab.engine import simulate_arm
+from simlab.pools import pool_sizes
 from simlab.hardware.gpus import gpus_per_replica
 from simlab.results.folder import requests_frame, steps_frame
 from simlab.results.metrics import summarise
@@ -33,6 +34,7 @@ class Built:
     spec: object
     kv_capacity: int
     arms: list[PreparedArm] = field(default_factory=list)
+    pools: object = None  # simlab.engine.simulate.PoolSizes of a disaggregated engine
 
 
 @dataclass
@@ -72,14 +74,15 @@ def build(loaded: LoadedScenario) -> Built:
         kv_capacity_usable = kv_capacity // block * block
     else:
         kv_capacity_usable = kv_capacity
-    if need.max() > kv_capacity_usable:
+    if need.max() > kv_capacity_usable and engine.disaggregation is None:
         worst = int(np.argmax(need))
         raise InputError(
             f"request {worst} needs {int(need[worst])} KV tokens (prompt + output) but the cache holds "
             f"{kv_capacity_usable}", file=file, field="engine.kv_cache_tokens", value=engine.kv_cache_tokens,
             valid=f"at least {int(need.max())} tokens, or a workload with shorter requests",
         )
-    built = Built(loaded, workload, cost, spec, kv_capacity)
+    built = Built(loaded, workload, cost, spec, kv_capacity,
+                  pools=pool_sizes(engine, cost, kv_capacity, requests, file, [a.method for a in sc.arms]))
     weights = domain_weights(requests.domain, requests.domain_names)
     for arm in sc.arms:
         built.arms.append(
@@ -106,8 +109,9 @@ def _simulate_one(built: Built, index: int, progress: Optional[Callable[[int], N
     prepared = built.arms[index]
     sc = built.loaded.scenario
     requests = built.workload.requests
-    result = simulate_arm(built.workload, built.cost, sc.engine, prepared.policy, built.kv_capacity, progress)
-    num_gpus = sc.engine.replicas * gpus_per_replica(built.cost.describe())
+    result = simulate_arm(built.workload, built.cost, sc.engine, prepared.policy, built.kv_capacity, progress,
+                          built.pools)
+    num_gpus = sc.engine.num_replicas * gpus_per_replica(built.cost.describe())  # both pools when disaggregated
     metrics = summarise(result, requests.prompt_tokens, requests.output_tokens, prepared.arm.draft_len, sc.slo,
                         kv_capacity=built.kv_capacity, prefix_caching=sc.engine.prefix_caching, num_gpus=num_gpus)
     scheduler = prepared.policy.scheduler

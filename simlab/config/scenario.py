@@ -9,6 +9,7 @@ from pydantic import Field, PositiveFloat, PositiveInt, field_validator, model_v
 from simlab.config.acceptance import AcceptanceSetting
 from simlab.config.arms import Arm
 from simlab.config.base import StrictModel
+from simlab.config.disaggregation import DisaggregationConfig
 from simlab.config.hardware import HardwareConfig
 from simlab.config.workload import WorkloadConfig
 
@@ -25,6 +26,12 @@ class EngineConfig(StrictModel):
     kv_policy: Literal["reserve", "paged"] = "reserve"
     block_size: PositiveInt = Field(default=16, le=4096)
     prefix_caching: bool = False
+    disaggregation: Optional[DisaggregationConfig] = None
+
+    @property
+    def num_replicas(self) -> int:
+        """Every replica of the arm: both pools when disaggregated."""
+        return self.disaggregation.num_replicas if self.disaggregation is not None else self.replicas
 
     @property
     def prefill_budget(self) -> int:

@@ -22,10 +22,13 @@ class RequestTable:
     prefix_blocks: Optional[list[np.ndarray]]  # each request's cacheable prefix block ids (prefix caching only)
     emitted: np.ndarray = field(init=False)  # tokens emitted so far (kept across a preemption)
     admitted: np.ndarray = field(init=False)  # admitted at least once
+    # disaggregated: the prompt's KV is on a prefill replica (from its prefill's end until it lands on a decode one)
+    remote: np.ndarray = field(init=False)
 
     def __post_init__(self) -> None:
         self.emitted = np.zeros(len(self.prompt_tokens), dtype=np.int64)
         self.admitted = np.zeros(len(self.prompt_tokens), dtype=bool)
+        self.remote = np.zeros(len(self.prompt_tokens), dtype=bool)
 
 
 @dataclass
@@ -58,3 +61,11 @@ class ReplicaContext:
     # several replicas: an event that fires once everything due at the current time (ends, finishes, arrivals)
     # has been handled, in the order docs/engine.md section 4 gives; a replica waits for it before its next start
     start_gate: Optional[Callable[[], object]] = None
+    # disaggregation (docs/engine.md section 9): a prefill replica hands each completed prompt on with
+    # ``handed_off(end time, request id, replica)``; a decode replica receives the prompts' KV over ``new_link()``
+    # and reports each transfer with ``transfer_started(request id, landing time)``
+    role: str = "colocated"  # colocated | prefill | decode
+    handed_off: Optional[Callable[[float, int, int], None]] = None
+    new_link: Optional[Callable[[], object]] = None
+    transfer_started: Optional[Callable[[int, float], None]] = None
+    draft_recompute: bool = False  # a decode replica builds the drafter's KV over each landed prompt

@@ -30,11 +30,12 @@ class PrefillPart:
     first: list = field(default_factory=list)
 
 
-def allocate(prefilling: list[list[int]], budget: int, requests, emitted: np.ndarray, decode_steps: np.ndarray
-             ) -> tuple[PrefillPart, list[list[int]]]:
+def allocate(prefilling: list[list[int]], budget: int, requests, emitted: np.ndarray, decode_steps: np.ndarray,
+             *, hand_off: bool = False) -> tuple[PrefillPart, list[list[int]]]:
     """Chunks from ``budget`` tokens in admission order. ``requests`` has prompt/output tokens and domains;
-    ``emitted`` (tokens each request emitted so far) is advanced for requests that complete. Returns the part
-    and the entries still prefilling afterwards."""
+    ``emitted`` (tokens each request emitted so far) is advanced for requests that complete. With ``hand_off``
+    (a prefill replica of a disaggregated engine) a completed prompt emits nothing: the decode side samples its
+    first token. Returns the part and the entries still prefilling afterwards."""
     part = PrefillPart()
     still = []
     for entry in prefilling:
@@ -49,6 +50,8 @@ def allocate(prefilling: list[list[int]], budget: int, requests, emitted: np.nda
             still.append([request_id, done + chunk, target])
             continue
         part.completed.append(request_id)
+        if hand_off:
+            continue
         if emitted[request_id] == 0:
             part.first.append(request_id)
         emitted[request_id] += 1

@@ -17,9 +17,11 @@ from simlab.engine.block import Roster, commit_block, new_decoders, plan_block
 from simlab.engine.context import ReplicaContext
 from simlab.engine.decode import DecodeSet
 from simlab.engine.horizon import FINISH_ENDS, Horizon, combine
+from simlab.engine.intake import Intake
 from simlab.engine.prefill import PrefillPart, allocate
 
 MAX_BLOCK_STEPS = 64
+LANDED = "landed"  # what an idle decode replica's wake-up says when a prompt's KV landed
 MIN_BLOCK_STEPS = 4  # a block re-plans when its inputs drift: shorter ones cost more than single steps
 
 
@@ -38,6 +40,9 @@ class Replica:
         self.clock_s = 0.0  # this replica's time, summed step by step (SimPy's clock only orders events)
         self._wake = None
         self._last_step_s = 1e-3  # the last decode-only step's time: sizes blocks only
+        self.role = ctx.role
+        self.intake = Intake(ctx) if ctx.role == "decode" else None  # the prompts' KV it receives
+        self.in_flight_end_s = None  # the running iteration's end (a prefill replica's bound on its hand-offs)
         self.process = self.env.process(self._loop())
 
     @property
@@ -52,6 +57,22 @@ class Replica:
             return 0
         return cache.match(requests.prefix_blocks[request_id], int(requests.prompt_tokens[request_id]))
 
+    def completion_bound_s(self) -> float:
+        """No prompt completes here before this time: the running iteration's end; none while idle (it starts
+        only at an arrival or a landing); now when about to start."""
+        if self.in_flight_end_s is not None:
+            return self.in_flight_end_s
+        if self._wake is not None and not self._wake.triggered:
+            return math.inf
+        return self.env.now
+
+    def release_sent(self, request_id: int) -> None:
+        """A prefill replica: the request's KV landed on its decode replica; a request waiting for KV may start."""
+        self.kv.release(request_id)
+        if self.waiting and self._wake is not None and not self._wake.triggered:
+            self.clock_s = max(self.clock_s, self.env.now)
+            self._wake.succeed()
+
     def submit(self, request_id: int, now_s: float) -> None:
         self.waiting.append(request_id)
         if self._wake is not None and not self._wake.triggered:
@@ -64,6 +85,12 @@ class Replica:
         requests = ctx.requests
         while self.waiting and self.num_running < ctx.limits.max_num_seqs:
             request_id = self.waiting[0]
+            if self.intake is not None and requests.remote[request_id]:  # its KV is on a prefill replica
+                if not self.intake.admit(request_id, kv, self.clock_s):
+                    break
+                self.waiting.popleft()
+                self.num_running += 1
+                continue
             emitted = int(requests.emitted[request_id])
             target = int(requests.prompt_tokens[request_id]) + emitted  # the prompt, or a recompute
             hits = []
@@ -73,6 +100,8 @@ class Replica:
             cached = len(hits) * kv.block_units * kv.unit_tokens
             if kv.paged:
                 units = kv.units_for(target - cached)
+            elif self.role == "prefill":  # a prefill replica holds the prompt's KV only
+                units = target - cached
             else:
                 units = int(requests.prompt_tokens[request_id] + requests.output_tokens[request_id]) - cached
             if not kv.admit(request_id, units, hits):
@@ -83,6 +112,11 @@ class Replica:
             if not requests.admitted[request_id]:
                 requests.admitted[request_id] = True
                 ctx.counters.cached_prompt_tokens += cached
+
+    def _landing_wake(self, wake, land_s: float) -> None:
+        if wake is self._wake and not wake.triggered:
+            self.clock_s = max(self.clock_s, land_s)
+            wake.succeed(LANDED)
 
     def _grow(self) -> None:
         """Paged KV: give every decoding request the blocks this iteration may write, preempting the newest
@@ -102,6 +136,8 @@ class Replica:
         else:
             self.prefilling = [entry for entry in self.prefilling if entry[0] != request_id]
         self.kv.release(request_id)
+        if self.intake is not None:
+            self.intake.forget(request_id)
         self.num_running -= 1
         self.waiting.appendleft(request_id)
         ctx.counters.num_preemptions += 1
@@ -111,14 +147,24 @@ class Replica:
         while True:
             self._grow()
             self._admit()
+            if self.intake is not None:  # requests whose KV has landed prefill the prompt's last token
+                self.prefilling += self.intake.landed(self.clock_s)
             if not self.prefilling and not len(self.decode):
-                self._wake = env.event()
-                yield self._wake
+                self._wake = wake = env.event()
+                if self.intake is not None and len(self.intake):  # nothing to compute until a KV lands
+                    land_s = self.intake.next_land_s()
+                    env.timeout(max(land_s - env.now, 0.0)).callbacks.append(
+                        lambda _event: self._landing_wake(wake, land_s))
+                woke = yield wake
                 self._wake = None
+                if woke == LANDED and self.ctx.start_gate is not None:  # ends and arrivals at this time first
+                    yield self.ctx.start_gate()
                 continue
             end_s, finish = self._iterate()
+            self.in_flight_end_s = end_s
             yield env.timeout(max(end_s - env.now, 0.0))
             self.clock_s = end_s
+            self.in_flight_end_s = None
             finish()
             if self.ctx.start_gate is not None:  # every end and arrival at this time is handled first (engine.md 4)
                 yield self.ctx.start_gate()
@@ -133,6 +179,8 @@ class Replica:
         if self.kv.paged:
             own.append(Horizon(max_steps=kv_growth.safe_steps(self.kv, self.decode, self.prefilling,
                                                                self.ctx.policy.gamma, MAX_BLOCK_STEPS)))
+        if self.intake is not None and len(self.intake):  # a landing prompt joins at the next iteration's start
+            own.append(Horizon(until_s=self.intake.next_land_s()))
         outside = self.ctx.outside_horizon()
         return combine([outside, *own]) if own else outside
 
@@ -167,6 +215,8 @@ class Replica:
             step_s[0] = draft_s[0] + cost.step_s(
                 int(decode_tokens[0]), float(context[0]), int(anchors[0]), prefill.tokens, prefill.attn_pairs
             )
+            if self.intake is not None:
+                step_s[0] += self.intake.rebuild_s(prefill.completed)
         if exact == 1:
             ends, count, finish_step = np.array([self.clock_s + step_s[0]]), 1, None
         else:
@@ -197,18 +247,24 @@ class Replica:
             else:
                 done = [(float(ends[finish_step[i]]), int(roster.request_id[i])) for i in np.flatnonzero(finished)]
         done += [(float(ends[0]), request_id) for request_id in prefill.finishing]
+        handoffs = prefill.completed if self.role == "prefill" else []
         if count > 1 or not prefill.tokens:  # a decode-only step: sizes the next block
             self._last_step_s = float(step_s[count - 1])
-        return float(ends[count - 1]), lambda: self._end_block(sorted(done), inserts)
+        return float(ends[count - 1]), lambda: self._end_block(sorted(done), inserts, float(ends[0]), handoffs)
 
     def _insert_prompts(self, request_ids: list[int]) -> None:
         requests = self.ctx.requests
         for request_id in request_ids:
             self.kv.insert_prompt(request_id, requests.prefix_blocks[request_id].tolist())
 
-    def _end_block(self, done: list[tuple[float, int]], inserts: list[int]) -> None:
+    def _end_block(self, done: list[tuple[float, int]], inserts: list[int], first_end_s: float,
+                   handoffs: list[int]) -> None:
         if inserts:
             self._insert_prompts(inserts)
+        for request_id in handoffs:  # a prefill replica keeps their KV until it lands on a decode replica
+            self.num_running -= 1
+            self.ctx.requests.remote[request_id] = True
+            self.ctx.handed_off(first_end_s, request_id, self.index)
         for finish_s, request_id in done:
             self.kv.release(request_id)
             self.num_running -= 1
@@ -243,7 +299,8 @@ class Replica:
 
     def _allocate(self, budget: int) -> PrefillPart:
         requests = self.ctx.requests
-        part, self.prefilling = allocate(self.prefilling, budget, requests, requests.emitted, self.ctx.log.steps)
+        part, self.prefilling = allocate(self.prefilling, budget, requests, requests.emitted, self.ctx.log.steps,
+                                         hand_off=self.role == "prefill")
         return part
 
     def _block_len(self, roster: Roster, horizon: Horizon, prefill: PrefillPart) -> int:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Callable, Optional
 
 import numpy as np
@@ -13,7 +13,9 @@ from simlab.config.scenario import EngineConfig
 from simlab.engine.context import EngineCounters, ReplicaContext, RequestTable
 from simlab.engine.decode import ArmPolicy
 from simlab.engine.drawstore import DrawStore
+from simlab.engine.horizon import Horizon
 from simlab.engine.kv import KVPool
+from simlab.engine.intake import KVLink
 from simlab.engine.logs import PositionCounts, RequestLog, StepLog
 from simlab.engine.prefix_cache import PrefixCache, cacheable_blocks
 from simlab.engine.replica import Replica
@@ -37,7 +39,7 @@ class ArmSimulation:
     """One arm's SimPy environment: its replicas, the source of requests, the router and the records."""
 
     def __init__(self, workload, cost, engine: EngineConfig, policy: ArmPolicy, kv_capacity: int,
-                 progress: Optional[Callable[[int], None]] = None) -> None:
+                 progress: Optional[Callable[[int], None]] = None, pools: Optional["PoolSizes"] = None) -> None:
         requests = workload.requests
         self.env = simpy.Environment()
         self.num_requests = len(requests)
@@ -51,10 +53,12 @@ class ArmSimulation:
         self._routed = 0
         # with several replicas, what happens at one time is handled in docs/engine.md section 4's order: the
         # iterations' ends (finishes by replica, then request id), then arrivals by request id, then starts
-        self._batched = engine.replicas > 1
+        self._batched = engine.num_replicas > 1
         self._pending_finishes: list[tuple[int, int, float]] = []
         self._pending_arrivals: list[tuple[int, float]] = []
         self._dispatch_due = False
+        self._pending_handoffs: list[tuple[int, int]] = []  # disaggregated: (request id, prefill replica)
+        self._pending_landings: list[int] = []
         self._gate = None
         prefix_blocks = None
         if engine.prefix_caching:
@@ -70,13 +74,67 @@ class ArmSimulation:
             router_reads_state=self._router.reads_state and self._batched,
             start_gate=self._start_gate if self._batched else None,
         )
-        self.replicas = [Replica(ctx, i) for i in range(engine.replicas)]
+        if engine.disaggregation is None:
+            self.replicas = [Replica(ctx, i) for i in range(engine.replicas)]
+            self.decode_replicas: list[Replica] = []
+        else:
+            self._build_pools(ctx, engine, pools, len(requests), policy.method)
         closed = workload.closed_loop
         if closed is None:
             self.source = OpenLoop(self.env, requests.arrival_s, self._arrive)
         else:
+            # a finish sends a request that may reach any other replica of its pool (disaggregated: the decode
+            # pool, through a prefill replica, which bounds the decode replicas' blocks by its own iterations)
             self.source = ClosedLoop(self.env, len(requests), closed.concurrency, closed.think_time_s,
-                                     self._arrive, num_replicas=engine.replicas)
+                                     self._arrive, num_replicas=len(self.decode_replicas or self.replicas))
+
+    def _build_pools(self, ctx: ReplicaContext, engine: EngineConfig, pools: "PoolSizes", num_requests: int,
+                     method: str) -> None:
+        """Prefill replicas 0..P-1 (``self.replicas``, where arrivals go) and decode replicas P..P+D-1."""
+        split = engine.disaggregation
+        block_size = engine.block_size if engine.kv_policy == "paged" else None
+        prefill_limits = engine.model_copy(update={
+            "max_batch_tokens": split.prefill_max_batch_tokens or engine.max_batch_tokens,
+            "prefill_chunk_tokens": split.prefill_chunk_tokens or engine.prefill_chunk_tokens})
+        self._router = ROUTERS[split.prefill_router or engine.router]
+        self._decode_router = ROUTERS[split.decode_router or engine.router]
+        self._decode_routed = 0
+        self._holder = np.full(num_requests, -1, dtype=np.int64)  # the prefill replica holding a request's KV
+        prefill_ctx = replace(
+            ctx, role="prefill", limits=prefill_limits, handed_off=self._handed_off,
+            new_pool=lambda: KVPool(pools.prefill_kv_tokens, num_requests, block_size=block_size,
+                                    cache=PrefixCache() if engine.prefix_caching else None),
+            router_reads_state=self._router.reads_state and split.prefill_replicas > 1)
+        decode_ctx = replace(
+            ctx, role="decode", outside_horizon=self._decode_horizon, transfer_started=self._transfer_started,
+            new_pool=lambda: KVPool(pools.decode_kv_tokens, num_requests, block_size=block_size),
+            new_link=lambda: KVLink(pools.link_bytes_per_token(method), split.link_bytes_per_s, split.link_latency_s),
+            draft_recompute=pools.recomputes_draft(method),
+            router_reads_state=self._decode_router.reads_state and split.decode_replicas > 1)
+        self.replicas = [Replica(prefill_ctx, i) for i in range(split.prefill_replicas)]
+        self.decode_replicas = [Replica(decode_ctx, split.prefill_replicas + i) for i in range(split.decode_replicas)]
+
+    def _handed_off(self, end_s: float, request_id: int, replica: int) -> None:
+        """A prefill replica completed the request's prompt: it goes to a decode replica once everything at this
+        time has been handled (routed with the arrivals)."""
+        self._holder[request_id] = replica
+        self._pending_handoffs.append((request_id, replica))
+        self._dispatch_soon()
+
+    def _transfer_started(self, request_id: int, land_s: float) -> None:
+        def landed(_event) -> None:
+            self._pending_landings.append(request_id)
+            self._dispatch_soon()
+
+        self.env.timeout(max(land_s - self.env.now, 0.0)).callbacks.append(landed)
+
+    def _decode_horizon(self) -> Horizon:
+        """Nothing reaches a decode replica before a prefill replica's iteration ends (or, idle, before it
+        starts: at an arrival, or when a landing frees its KV)."""
+        source = self.source.horizon()
+        until_s = min(source.until_s, min(r.completion_bound_s() for r in self.replicas),
+                      min(r.intake.next_land_s() for r in self.decode_replicas))
+        return Horizon(until_s=until_s, max_steps=source.max_steps, finish_ends=source.finish_ends)
 
     def _arrive(self, request_id: int, now_s: float) -> None:
         if self._batched:
@@ -120,6 +178,19 @@ class ArmSimulation:
 
     def _dispatch(self, _event) -> None:
         self._dispatch_due = False
+        if self._pending_landings:  # their prefill replicas free the KV (one waiting for it may start)
+            landings, self._pending_landings = sorted(self._pending_landings), []
+            for request_id in landings:
+                self.replicas[int(self._holder[request_id])].release_sent(request_id)
+        if self._pending_handoffs:  # to the decode pool, by request id
+            handoffs, self._pending_handoffs = sorted(self._pending_handoffs), []
+            decode = self.decode_replicas
+            for request_id, _ in handoffs:
+                index = (self._decode_router.choose(decode, request_id, self._decode_routed)
+                         if len(decode) > 1 else 0)
+                self._decode_routed += 1
+                self.log.replica[request_id] = decode[index].index
+                decode[index].submit(request_id, self.env.now)
         finishes, self._pending_finishes = sorted(self._pending_finishes), []
         for _, _, finish_s in finishes:
             self.source.on_finish(finish_s)  # a closed loop's next requests join the pending arrivals
@@ -159,11 +230,32 @@ def _draw_store(policy: ArmPolicy, requests) -> Optional[DrawStore]:
     return DrawStore(policy.draws, base_logit_of, requests.output_tokens, policy.lag_steps)
 
 
+@dataclass(frozen=True)
+class PoolSizes:
+    """A disaggregated engine's KV per replica of each pool, the target's KV bytes per token, and the drafter's
+    KV: moved with it (``transfer``, its bytes per token by method) or rebuilt on the decode replica."""
+
+    prefill_kv_tokens: int
+    decode_kv_tokens: int
+    kv_bytes_per_token: float
+    draft_kv: str = "transfer"
+    draft_kv_bytes_per_token: dict = field(default_factory=dict)  # method -> bytes per token
+
+    def link_bytes_per_token(self, method: str) -> float:
+        """What the link moves per prompt token for an arm drafting with ``method``."""
+        if self.draft_kv != "transfer":
+            return self.kv_bytes_per_token
+        return self.kv_bytes_per_token + self.draft_kv_bytes_per_token.get(method, 0.0)
+
+    def recomputes_draft(self, method: str) -> bool:
+        return self.draft_kv == "recompute" and method != "none"
+
+
 def simulate_arm(workload, cost, engine: EngineConfig, policy: ArmPolicy, kv_capacity: int,
-                 progress: Optional[Callable[[int], None]] = None) -> ArmResult:
-    """Run one arm to completion (every request finished)."""
+                 progress: Optional[Callable[[int], None]] = None, pools: Optional[PoolSizes] = None) -> ArmResult:
+    """Run one arm to completion (every request finished); ``pools`` is needed with ``engine.disaggregation``."""
     started = time.perf_counter()
-    sim = ArmSimulation(workload, cost, engine, policy, kv_capacity, progress)
+    sim = ArmSimulation(workload, cost, engine, policy, kv_capacity, progress, pools)
     sim.env.run()
     if sim.num_finished != sim.num_requests:
         raise RuntimeError(f"simulation ended with {sim.num_requests - sim.num_finished} requests unfinished")

@@ -72,6 +72,20 @@ class CostModel(ABC):
     def describe(self) -> dict[str, Any]:
         """JSON-able provenance: where the numbers come from and every parameter in force."""
 
+    def draft_kv_bytes_per_token(self, method: str) -> Optional[float]:
+        """Bytes per token of the drafter's own KV over one replica (0 for ``none``); None when unknown."""
+        return 0.0 if method == "none" else None
+
+    def draft_prefill_s(self, method: str, tokens: int) -> Optional[float]:
+        """Seconds one replica takes to build the drafter's KV over a prompt of ``tokens`` tokens (a decode
+        replica recomputing it after a disaggregated prefill); None when unknown."""
+        return 0.0 if method == "none" else None
+
+    def kv_transfer_bytes_per_token(self) -> Optional[float]:
+        """KV bytes per token of one replica's whole KV (every GPU's share), what a disaggregated engine moves
+        from a prefill to a decode replica; None when the model does not know it (tables)."""
+        return None
+
     def prefill_s(self, prefill_tokens: int, prefill_attn_pairs: Optional[float] = None) -> float:
         """A pure prefill step; ``prefill_attn_pairs`` defaults to one chunk starting at context 0."""
         if prefill_attn_pairs is None:

@@ -107,6 +107,16 @@ class RooflineDrafter:
         block_matmul = layers * layer_matmul + DFLASH_FUSED_LAYERS * h * h + model.lm_head_params
         self.parallel_block = shape(block_matmul, layers * norms, layers,
                                     layers * LAYER_KERNELS + PROJECTION_KERNELS + LM_HEAD_KERNELS + SAMPLING_KERNELS)
+        # the forwards that build a drafter's own KV over a prompt (disaggregation's draft_kv: recompute): its
+        # layers and input projections over every prompt token, no LM head and no sampling
+        self.prefill_shapes = {
+            "eagle3": shape(layer_matmul + h * qkv_width + EAGLE3_FUSED_LAYERS * h * h, norms, 1,
+                            LAYER_KERNELS + 2 * PROJECTION_KERNELS),
+            "mtp": shape(2 * h * h + layer_matmul, norms, 1, LAYER_KERNELS + PROJECTION_KERNELS),
+            "dflash": shape(layers * layer_matmul + DFLASH_FUSED_LAYERS * h * h, layers * norms, layers,
+                            layers * LAYER_KERNELS + PROJECTION_KERNELS),
+        }
+        self.prefill_shapes["dspark"] = self.prefill_shapes["dflash"]
         head_params = DSPARK_HEAD_RANK * model.vocab_size
         self.head_step = ForwardShape(
             weight_bytes=head_params * BF16_BYTES / tp,
@@ -136,6 +146,21 @@ class RooflineDrafter:
     def head_step_s(self, num_requests: float) -> float:
         """One DSpark sequential-head position for ``num_requests`` rows."""
         return self._time(self.head_step, num_requests, num_requests, 0.0)
+
+    def kv_bytes_per_token(self, method: str) -> float:
+        """Bytes per context token of the drafter's own KV on one GPU (0 without a drafter)."""
+        shape = self.prefill_shapes.get(method)
+        return shape.kv_bytes_per_context_token if shape is not None else 0.0
+
+    def prefill_s(self, method: str, tokens: int) -> float:
+        """Seconds to build the drafter's KV over a prompt of ``tokens`` tokens (its layers over every token,
+        causal attention) plus one drafter forward's host time; 0 without a drafter."""
+        shape = self.prefill_shapes.get(method)
+        if shape is None or tokens <= 0:
+            check_method(method)
+            return 0.0
+        t = float(tokens)
+        return self._time(shape, t, 1.0, t / 2.0) + self.params.draft_forward_overhead_s
 
     def draft_s(self, method: str, gamma: int, num_requests: int, context_tokens: float = 0.0) -> float:
         """Drafter seconds per step: see the module docstring for each method's shape."""

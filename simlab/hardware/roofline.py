@@ -180,6 +180,15 @@ class RooflineCostModel(CostModel):
     def kv_cache_tokens(self) -> Optional[int]:
         return self._kv_cache_tokens
 
+    def draft_kv_bytes_per_token(self, method: str) -> Optional[float]:
+        return self.drafter.kv_bytes_per_token(method) * self.tp
+
+    def draft_prefill_s(self, method: str, tokens: int) -> Optional[float]:
+        return self.drafter.prefill_s(method, tokens)
+
+    def kv_transfer_bytes_per_token(self) -> Optional[float]:
+        return self.kv_bytes_per_token * self.tp  # each GPU moves its share (replicated KV heads included)
+
     @property
     def crossover_tokens(self) -> float:
         """Batch tokens where compute time equals memory time at context 0 (without bucket padding)."""

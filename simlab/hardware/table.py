@@ -19,6 +19,9 @@ from simlab.config.hardware import CostCurve, TableHardware
 from simlab.hardware.base import ArrayOrFloat, CostModel, check_method, is_array
 from simlab.hardware.buckets import Buckets
 from simlab.hardware.curves import BatchLookup, Curve, Grid
+from simlab.hardware.device import kv_heads_per_gpu
+from simlab.hardware.precision import KV_BYTES
+from simlab.hardware.specs import MODELS
 
 _ZERO = Curve.constant(0.0)
 MAX_LOOKUP_BATCH = 65536  # integer batches tabulated for vectorised verify costs (when the grid is flat beyond)
@@ -109,6 +112,49 @@ class TableCostModel(CostModel):
 
     def kv_cache_tokens(self) -> Optional[int]:
         return self.config.kv_cache_tokens
+
+    def _roofline_source(self):
+        """(model, tensor parallelism, its roofline parameters) of the roofline a profile was derived from (its
+        ``provenance.source``), or None."""
+        provenance = self.config.provenance
+        source = provenance.get("source") if isinstance(provenance, dict) else None
+        if not isinstance(source, dict) or source.get("kind") != "roofline":
+            return None
+        model = MODELS.get(str(source.get("model")))
+        parameters = source.get("parameters") or {}
+        if model is None or parameters.get("kv_precision", "bf16") not in KV_BYTES:
+            return None
+        return model, int(source.get("tensor_parallel", 1)), parameters
+
+    def kv_transfer_bytes_per_token(self) -> Optional[float]:
+        """From the roofline a profile was derived from, when it names one."""
+        source = self._roofline_source()
+        if source is None:
+            return None
+        model, tp, parameters = source
+        kv_bytes = KV_BYTES[parameters.get("kv_precision", "bf16")]
+        return model.kv_bytes_per_token(kv_heads_per_gpu(model, tp), kv_bytes) * tp
+
+    def draft_kv_bytes_per_token(self, method: str) -> Optional[float]:
+        """The drafter's layers' share of the target's KV per token (one layer for EAGLE-3 and MTP,
+        ``draft_layers`` for DFlash/DSpark), from the roofline a profile was derived from."""
+        if method == "none":
+            return 0.0
+        target = self.kv_transfer_bytes_per_token()
+        if target is None:
+            return None
+        model, _, parameters = self._roofline_source()
+        layers = 1 if method in ("eagle3", "mtp") else int(parameters.get("draft_layers", 5))
+        return target * layers / model.num_layers
+
+    def draft_prefill_s(self, method: str, tokens: int) -> Optional[float]:
+        """One drafter forward over the prompt's tokens, read off the table's draft curves (a parallel block's
+        over ``tokens`` tokens; an autoregressive step's over ``tokens`` rows)."""
+        check_method(method)
+        if method == "none" or tokens <= 0:
+            return 0.0
+        curve = self._autoregressive if method in ("eagle3", "mtp") else self._parallel
+        return float(curve.at(tokens))
 
     def describe(self) -> dict[str, Any]:
         out: dict[str, Any] = {"kind": "table", "name": self.name}

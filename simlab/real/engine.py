@@ -128,8 +128,8 @@ class SpeculativeEngine:
         self.scheduler = scheduler or make_scheduler(DEFAULT_KIND)
         self.config = config = decoding
         self.limits = limits = limits if limits is not None else EngineConfig()
-        if limits.replicas != 1:
-            raise ValueError(f"the real engine serves one replica, not engine.replicas = {limits.replicas}")
+        if limits.replicas != 1 or limits.disaggregation is not None:
+            raise ValueError("the real engine serves one co-located replica (engine.replicas = 1, no disaggregation)")
         if limits.max_num_seqs > limits.max_batch_tokens:
             raise ValueError("max_batch_tokens must be >= max_num_seqs (every running request needs a token)")
         self.verify_cost = verify_cost

@@ -97,14 +97,21 @@ def answers_table(doc: dict):
                           _f(e["median_user_tok_s"], "{:.1f}"), _f(e["output_throughput_per_gpu"], "{:,.0f}"),
                           _f(e["gain_vs_baseline"], "{:+.1%}"))
         return table
-    table = Table(title=f"{doc['find']} {doc['vary']} meeting {_sla_text(doc)} (baseline {doc['baseline']})",
-                  title_justify="left")
-    for header in ("arm", doc["vary"], "user tok/s", "tok/s/GPU", "vs baseline", "probes"):
+    split = bool(doc.get("split_search"))
+    title = (f"fewest replicas (prefill:decode) meeting {_sla_text(doc)}" if split
+             else f"{doc['find']} {doc['vary']} meeting {_sla_text(doc)}")
+    table = Table(title=f"{title} (baseline {doc['baseline']})", title_justify="left")
+    varied = ("replicas", "split P:D", "GPUs") if split else (doc["vary"],)
+    for header in ("arm", *varied, "user tok/s", "tok/s/GPU", "vs baseline", "probes"):
         table.add_column(header, justify="left" if header == "arm" else "right")
     for arm, e in doc["arms"].items():
         m = e["metrics"] or {}
         load = "none in range" if e["load"] is None else f"{e['load']:g}" + (" (range end)" if e["at_bound"] else "")
-        table.add_row(arm, load, _f(m.get("median_user_tok_s"), "{:.1f}"),
+        if split:
+            chosen = e["split"]
+            load = (load, f"{chosen['prefill_replicas']}:{chosen['decode_replicas']}" if chosen else "-",
+                    _f(m.get("num_gpus"), "{}"))
+        table.add_row(arm, *(load if split else (load,)), _f(m.get("median_user_tok_s"), "{:.1f}"),
                       _f(m.get("output_throughput_per_gpu"), "{:,.0f}"), _f(e["gain_vs_baseline"], "{:+.1%}"),
                       str(e["num_probes"]))
     return table

@@ -79,9 +79,13 @@ def pareto_mask(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 
 def format_value(value: Any) -> str:
-    """A varied field's value, short."""
+    """A varied field's value, short (a disaggregation's pools as ``P:D``)."""
     if isinstance(value, float):
         return f"{value:g}"
+    if value is None:
+        return "none"
+    if isinstance(value, dict) and {"prefill_replicas", "decode_replicas"} <= value.keys():
+        return f"{value['prefill_replicas']}:{value['decode_replicas']} (prefill:decode)"
     return str(value)
 
 

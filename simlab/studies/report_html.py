@@ -234,9 +234,15 @@ def _whatif_page(folder: Path):
     else:
         find = "largest" if doc["find"] == "largest" else "smallest"
         tolerance = "exact (integer)" if doc["integer"] else f"within {doc['rtol']:.0%}"
-        body.append(f"<h2>The {find} <code>{html.escape(doc['vary'])}</code> meeting the SLA, per arm</h2>")
-        body.append(f"<p>Searched {doc['range'][0]:g} to {doc['range'][1]:g} by bracketing and bisection, "
-                    f"{tolerance}.</p>")
+        split = bool(doc.get("split_search"))
+        if split:
+            body.append("<h2>The fewest replicas (prefill + decode) meeting the SLA, per arm, and the split</h2>")
+            body.append(f"<p>Searched {doc['range'][0]:g} to {doc['range'][1]:g} replicas by bracketing and "
+                        "bisection; at each total every prefill:decode split was simulated.</p>")
+        else:
+            body.append(f"<h2>The {find} <code>{html.escape(doc['vary'])}</code> meeting the SLA, per arm</h2>")
+            body.append(f"<p>Searched {doc['range'][0]:g} to {doc['range'][1]:g} by bracketing and bisection, "
+                        f"{tolerance}.</p>")
         rows = []
         for arm, e in doc["arms"].items():
             m = e["metrics"] or {}
@@ -244,11 +250,13 @@ def _whatif_page(folder: Path):
                 "meets it up to the range's end" if e["at_bound"] else "")
             if not e.get("monotone", True):
                 note = (note + "; " if note else "") + "probes disagree with one threshold"
-            rows.append([arm, _fmt(e["load"], "{:g}"), _fmt(m.get("median_user_tok_s")),
+            chosen = [f"{e['split']['prefill_replicas']}:{e['split']['decode_replicas']}" if e.get("split") else "–"]
+            rows.append([arm, _fmt(e["load"], "{:g}"), *(chosen if split else []), _fmt(m.get("median_user_tok_s")),
                          _fmt(m.get("output_throughput_per_gpu"), "{:,.0f}"), _fmt(m.get("num_gpus"), "{}"),
                          *(_fmt(m.get(k), "{:,.2f}") for k in doc["sla"]), _Gain(e["gain_vs_baseline"]),
                          e["num_probes"], note])
-        body.append(_table(["arm", doc["vary"], "user tok/s", "tok/s/GPU", "GPUs", *doc["sla"], "vs baseline",
+        varied = ["replicas", "split P:D"] if split else [doc["vary"]]
+        body.append(_table(["arm", *varied, "user tok/s", "tok/s/GPU", "GPUs", *doc["sla"], "vs baseline",
                             "probes", "note"], rows))
     for name, (caption, payload) in images.items():
         body.append(_figure(name, caption, payload))

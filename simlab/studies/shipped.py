@@ -55,6 +55,7 @@ STUDIES: tuple[Study, ...] = (
                                  "sla": "p90_ttft_ms<=1000,p90_tpot_ms<=15"}),
     Study("gpus", "sweep"),
     Study("miscalibration", "sweep"),
+    Study("disaggregation", "sweep"),
 )
 
 

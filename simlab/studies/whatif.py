@@ -24,6 +24,8 @@ from simlab.studies.paths import check_path, get_path, set_path
 from simlab.studies.progress import StudyProgress
 from simlab.studies.search import FIND_DEFAULTS, Answer, SearchRange, threshold_search
 from simlab.studies.sla import SLA, check_metrics_known, parse_sla
+from simlab.studies.split_whatif import DEFAULT_HIGH_FACTOR, SPLIT_FIELD, answer_entry, label, split_search, \
+    total_of
 from simlab.studies.table_csv import csv_text, metric_columns
 
 WHATIF_KIND = "whatif"
@@ -68,12 +70,15 @@ class WhatIf:
     start: Any = None
     range: Optional[SearchRange] = None
     at_value: Any = None
+    split: bool = False  # --vary engine.disaggregation: values are {prefill_replicas, decode_replicas}
 
     @property
     def name(self) -> str:
         return str(self.data.get("name", "whatif"))
 
     def point(self, value: Any, arm_indices: Optional[list[int]] = None) -> dict:
+        if self.split:  # the pools' sizes change; the link and the rest stay
+            value = {**get_path(self.data, self.parts), **value}
         data = set_path(self.data, self.parts, value)
         if arm_indices is not None:
             data["arms"] = [data["arms"][i] for i in arm_indices]
@@ -115,6 +120,9 @@ def prepare_whatif(scenario: str | Path, *, sla: str, vary: Optional[str] = None
         _validate_point(WhatIf(path, data, condition, field.strip(), parts, labels, base), value, "--at")
         return WhatIf(path, data, condition, field.strip(), parts, labels, base, at_value=value)
     parts = check_path(data, vary, file=path, field="--vary")
+    if vary == SPLIT_FIELD:
+        return _prepare_split(WhatIf(path, data, condition, vary, parts, labels, base, split=True), resolved,
+                              low, high)
     start = get_path(resolved, parts)
     if isinstance(start, bool) or not isinstance(start, (int, float)):
         raise InputError(f"is {start!r}, not a number; a what-if searches a numeric field", file=path,
@@ -148,13 +156,38 @@ def prepare_whatif(scenario: str | Path, *, sla: str, vary: Optional[str] = None
     return question
 
 
+def _prepare_split(question: WhatIf, resolved: dict, low, high) -> WhatIf:
+    """The fewest replicas P + D meeting the SLA, over every split of each total tried."""
+    current = get_path(resolved, question.parts)
+    if not isinstance(current, dict):
+        raise InputError("needs a scenario whose engine is disaggregated", file=question.file, field="--vary",
+                         value=question.field, valid="a scenario with engine.disaggregation (its pools and link)")
+    start = total_of(current)
+    lo = 2 if low is None else low
+    hi = max(start * DEFAULT_HIGH_FACTOR, 3) if high is None else high
+    for name, bound in (("--low", lo), ("--high", hi)):
+        if float(bound) != int(bound) or bound < 2:
+            raise InputError("counts replicas of both pools", field=name, value=bound, valid="an integer >= 2")
+    if not lo < hi:
+        raise InputError("the range is empty or inverted", field="--low", value=lo, valid=f"--low below --high ({hi})")
+    question.start, question.range = start, SearchRange(int(lo), int(hi), True, "smallest")
+    for name, bound in (("--low", int(lo)), ("--high", int(hi))):
+        _validate_point(question, {"prefill_replicas": 1, "decode_replicas": bound - 1}, name)
+    return question
+
+
+def _show(question: WhatIf, value: Any) -> str:
+    return label(value) if question.split else repr(value)
+
+
 def _validate_point(question: WhatIf, value: Any, option: str) -> None:
     from simlab.config.loading import scenario_from_data
 
     try:
         scenario_from_data(question.point(value), file=question.file)
     except InputError as err:
-        raise InputError(f"{err.problem} (with {question.field}={value!r} from {option})", file=err.file,
+        raise InputError(f"{err.problem} (with {question.field}={_show(question, value)} from {option})",
+                         file=err.file,
                          field=err.field, value=err.value, valid=err.valid) from None
 
 
@@ -182,8 +215,12 @@ def run_whatif(question: WhatIf, out=None, *, executor: str = "local", workers: 
     with make_executor(executor, workers=workers, address=address) as pool:
         progress.start(0, label="probes")
         try:
-            probes, answers = _search(question, pool, progress) if question.range else \
-                (_at(question, pool, progress), {})
+            if question.split:
+                probes, answers = split_search(question, lambda pairs: _run_pairs(question, pool, progress, pairs))
+            elif question.range:
+                probes, answers = _search(question, pool, progress)
+            else:
+                probes, answers = _at(question, pool, progress), {}
         finally:
             progress.close()
     document = whatif_document(question, probes, answers, command)
@@ -199,8 +236,13 @@ def run_whatif(question: WhatIf, out=None, *, executor: str = "local", workers: 
 
 def _run_round(question: WhatIf, pool, progress: StudyProgress, wanted: dict[int, Any]) -> list[Probe]:
     """Simulate each wanted (arm -> value) pair, arms sharing a value in one run."""
+    return _run_pairs(question, pool, progress, list(wanted.items()))
+
+
+def _run_pairs(question: WhatIf, pool, progress: StudyProgress, pairs: list[tuple[int, Any]]) -> list[Probe]:
+    """Simulate each (arm, value) pair, arms sharing a value in one run."""
     groups: dict[str, tuple[Any, list[int]]] = {}
-    for arm, value in wanted.items():
+    for arm, value in pairs:
         groups.setdefault(json.dumps(value), (value, []))[1].append(arm)
     order = list(groups.values())
     tasks = [ProbeTask(question.point(value, arms), str(question.file.resolve())) for value, arms in order]
@@ -210,14 +252,15 @@ def _run_round(question: WhatIf, pool, progress: StudyProgress, wanted: dict[int
         results[index] = result
         value, arms = order[index]
         failed = isinstance(result, TaskLost) or result["arms"] is None
-        progress.done(f"{question.field}={value!r} ({len(arms)} arm{'s' if len(arms) != 1 else ''})", failed=failed)
+        progress.done(f"{question.field}={_show(question, value)} ({len(arms)} arm{'s' if len(arms) != 1 else ''})",
+                      failed=failed)
     probes: list[Probe] = []
     for index in sorted(results):  # probes.csv in a fixed order, whatever order the probes finished in
         result = results[index]
         value, arms = order[index]
         if isinstance(result, TaskLost) or result["arms"] is None:
             error = result.error if isinstance(result, TaskLost) else result["error"]
-            problem = f"the probe {question.field}={value!r} failed: {error}"
+            problem = f"the probe {question.field}={_show(question, value)} failed: {error}"
             if isinstance(result, dict) and result.get("input_error"):
                 raise InputError(problem, file=question.file)
             raise RuntimeError(problem)
@@ -289,12 +332,17 @@ def whatif_document(question: WhatIf, probes: list[Probe], answers_by_arm: dict[
     doc.update({"find": rng.find, "range": [rng.low, rng.high], "integer": rng.integer,
                 "rtol": None if rng.integer else rng.rtol, "start": question.start})
     answers: dict[str, dict] = {}
-    for arm, label in enumerate(question.arm_labels):
+    if question.split:
+        doc["split_search"] = True
+    for arm, name in enumerate(question.arm_labels):
         answer = answers_by_arm[arm]
+        if question.split:
+            answers[name] = answer_entry(probes, arm, answer)
+            continue
         mine = by_arm.get(arm, [])
         at_answer = next((p.metrics for p in mine if answer.value is not None and p.value == answer.value), None)
-        answers[label] = {"load": answer.value, "metrics": at_answer, "at_bound": answer.at_bound,
-                          "num_probes": len(mine), "monotone": _monotone(mine, rng.find)}
+        answers[name] = {"load": answer.value, "metrics": at_answer, "at_bound": answer.at_bound,
+                         "num_probes": len(mine), "monotone": _monotone(mine, rng.find)}
     base = answers[question.baseline]["metrics"]
     for entry in answers.values():
         entry["gain_vs_baseline"] = _gain(entry["metrics"], base)
@@ -329,6 +377,13 @@ def _monotone(probes: list[Probe], find: str) -> bool:
 def probe_rows(question: WhatIf, probes: list[Probe]) -> tuple[list[str], list[list[Any]]]:
     """probes.csv: probe order, the varied value, arm, whether it met the SLA, every scalar metric."""
     metrics = metric_columns(p.metrics for p in probes)
+    if question.split:  # the split as P:D, and its parts
+        header = ["probe", question.field, "replicas", "prefill_replicas", "decode_replicas", "arm", "meets",
+                  *metrics]
+        rows = [[i, label(p.value), total_of(p.value), p.value["prefill_replicas"], p.value["decode_replicas"],
+                 question.arm_labels[p.arm], p.meets, *(p.metrics.get(k) for k in metrics)]
+                for i, p in enumerate(probes)]
+        return header, rows
     header = ["probe", question.field, "arm", "meets", *metrics]
     rows = [[i, p.value, question.arm_labels[p.arm], p.meets, *(p.metrics.get(k) for k in metrics)]
             for i, p in enumerate(probes)]

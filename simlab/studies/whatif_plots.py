@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Optional
 
 import pandas as pd
+from matplotlib.ticker import MaxNLocator
 
 from simlab.studies.figures import arm_colours, field_label, format_value, metric_label, new_figure, png_bytes
 
@@ -68,10 +69,46 @@ def _answer_metrics(doc: dict, arm: str) -> Optional[dict]:
     return entry.get("metrics")
 
 
+def split_sla_png(doc: dict, probes: pd.DataFrame, colours: dict) -> bytes:
+    """A split search: each SLA metric against the prefill replicas, at each arm's answer (or the most replicas
+    it tried), the limit as a line, the chosen split starred."""
+    conditions = list(doc["sla"].items())
+    fig, axes = new_figure(len(conditions), max_columns=2)
+    for ax, (metric, (op, value)) in zip(axes, conditions):
+        for arm, entry in doc["arms"].items():
+            mine = probes[probes["arm"] == arm]
+            if mine.empty or metric not in mine:
+                continue
+            total = entry["load"] if entry["load"] is not None else int(mine["replicas"].max())
+            at = mine[mine["replicas"] == total].sort_values("prefill_replicas")
+            ax.plot(at["prefill_replicas"], at[metric], marker="o", color=colours[arm], label=f"{arm} ({total} replicas)")
+            if entry.get("split"):
+                chosen = at[at["prefill_replicas"] == entry["split"]["prefill_replicas"]]
+                ax.scatter(chosen["prefill_replicas"], chosen[metric], marker="*", s=160, color=colours[arm],
+                           edgecolors="black", linewidths=0.6, zorder=5)
+        _sla_axis(ax, metric, op, value, "prefill replicas (the rest decode)",
+                  f"{metric} {op} {value:g} at each arm's fewest replicas (star: its split)")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    fig.tight_layout()
+    return png_bytes(fig)
+
+
+def _sla_axis(ax, metric: str, op: str, value: float, xlabel: str, title: str) -> None:
+    """The SLA's limit as a dashed line, the labels, the grid and the legend of one SLA-metric panel."""
+    ax.axhline(value, color="black", linestyle="--", linewidth=1, label=f"SLA {op} {value:g}")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(metric_label(metric))
+    ax.set_title(title, fontsize=9)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+
+
 def sla_metrics_png(doc: dict, probes: pd.DataFrame, colours: dict) -> Optional[bytes]:
     """Each SLA metric against the varied field, the limit as a line, each arm's answer dotted."""
     if "at" in doc:
         return None
+    if doc.get("split_search"):
+        return split_sla_png(doc, probes, colours)
     field = doc["vary"]
     conditions = list(doc["sla"].items())
     fig, axes = new_figure(len(conditions), max_columns=2)
@@ -84,12 +121,7 @@ def sla_metrics_png(doc: dict, probes: pd.DataFrame, colours: dict) -> Optional[
             load = doc["arms"][arm]["load"]
             if load is not None:
                 ax.axvline(load, color=colours[arm], linestyle=":", linewidth=1)
-        ax.axhline(value, color="black", linestyle="--", linewidth=1, label=f"SLA {op} {value:g}")
-        ax.set_xlabel(field_label(field))
-        ax.set_ylabel(metric_label(metric))
-        ax.set_title(f"{metric} {op} {value:g} (dotted: each arm's answer)", fontsize=9)
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
+        _sla_axis(ax, metric, op, value, field_label(field), f"{metric} {op} {value:g} (dotted: each arm's answer)")
     fig.tight_layout()
     return png_bytes(fig)
 
@@ -100,5 +132,7 @@ def figures(doc: dict, probes: pd.DataFrame) -> dict[str, tuple[str, bytes]]:
                                  "the star is each arm's answer.", pareto_png(doc, probes, colours))}
     metrics = sla_metrics_png(doc, probes, colours)
     if metrics:
-        out["report-sla.png"] = ("Each SLA metric against the varied field, probe by probe.", metrics)
+        caption = ("Each SLA metric against the prefill replicas at each arm's fewest replicas, split by split."
+                   if doc.get("split_search") else "Each SLA metric against the varied field, probe by probe.")
+        out["report-sla.png"] = (caption, metrics)
     return out

@@ -14,7 +14,7 @@ random streams (``ArmDraws.generate``) and the scenario building (``simlab.runne
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace as replace_limits
 from typing import Optional, Sequence
 
 import numpy as np
@@ -84,12 +84,34 @@ def run_reference(scenario=None, *, arm=0, built=None, kv_policy: Optional[str] 
         prefill_chunk_tokens=engine.prefill_chunk_tokens, method=policy.method, gamma=gamma,
         scheduler=policy.scheduler, prior_conf=policy.prior_conf, cost=policy.cost,
     )
-    replicas = [Replica(i, KVCache(kv_policy, built.kv_capacity, block_size, prefix_caching))
-                for i in range(engine.replicas)]
     positions = {name: np.zeros(gamma, dtype=np.int64) for name in ("verified", "reached", "accepted")}
-    loop = EventLoop(replicas, Router(router or engine.router, replicas),
-                     start=lambda rep: rep.start_iteration(limits, streams),
-                     end=lambda rep, it: rep.end_iteration(it, positions))
+    split = getattr(engine, "disaggregation", None)
+    if split is None:
+        replicas = [Replica(i, KVCache(kv_policy, built.kv_capacity, block_size, prefix_caching))
+                    for i in range(engine.replicas)]
+        loop = EventLoop(replicas, Router(router or engine.router, replicas),
+                         start=lambda rep: rep.start_iteration(limits, streams),
+                         end=lambda rep, it: rep.end_iteration(it, positions))
+    else:  # section 9: prefill replicas 0..P-1, decode replicas P..P+D-1
+        pools = built.pools
+        prefill_limits = replace_limits(limits, max_batch_tokens=split.prefill_max_batch_tokens or engine.max_batch_tokens,
+                                        prefill_chunk_tokens=split.prefill_chunk_tokens or engine.prefill_chunk_tokens)
+        prefill = [Replica(i, KVCache(kv_policy, pools.prefill_kv_tokens, block_size, prefix_caching,
+                                      prompt_only=True), role="prefill")
+                   for i in range(split.prefill_replicas)]
+        link = (pools.link_bytes_per_token(policy.method) / (split.link_bandwidth_GBps * 1e9),
+                split.link_latency_ms / 1e3)
+        limits = replace_limits(limits, draft_recompute=pools.recomputes_draft(policy.method))
+        decode = [Replica(split.prefill_replicas + i, KVCache(kv_policy, pools.decode_kv_tokens, block_size, False),
+                          role="decode", link=link)
+                  for i in range(split.decode_replicas)]
+        replicas = prefill + decode
+        loop = EventLoop(prefill, Router(split.prefill_router or router or engine.router, prefill),
+                         start=lambda rep: rep.start_iteration(prefill_limits if rep.role == "prefill" else limits,
+                                                               streams),
+                         end=lambda rep, it: rep.end_iteration(it, positions),
+                         decode_router=Router(split.decode_router or engine.router, decode))
+    loop.replicas_by_index = replicas
 
     closed = workload.closed_loop
     if closed is None:  # section 5, open loop: request i arrives at arrival_i

@@ -69,7 +69,8 @@ class KVCache:
     """Section 6: ``capacity_tokens`` of KV per replica under ``policy`` (reserve | paged), with the prefix cache
     of section 7 when ``prefix_caching``."""
 
-    def __init__(self, policy: str, capacity_tokens: int, block_size: int, prefix_caching: bool) -> None:
+    def __init__(self, policy: str, capacity_tokens: int, block_size: int, prefix_caching: bool,
+                 prompt_only: bool = False) -> None:
         if policy not in ("reserve", "paged"):
             raise ValueError(f"kv_policy must be reserve or paged, not {policy!r}")
         self.paged = policy == "paged"
@@ -79,6 +80,7 @@ class KVCache:
         self.own = 0  # units held by running requests
         self.cache = PrefixCache() if prefix_caching else None
         self.num_evictions = 0
+        self.prompt_only = prompt_only
 
     def units(self, tokens: int) -> int:
         return ceil_div(tokens, self.block_size) if self.paged else tokens
@@ -117,6 +119,9 @@ class KVCache:
         if self.paged:
             # section 6.2: blocks of the whole prefill, less what the cached prefix covers
             need = ceil_div(request.prefill_target, self.block_size) - sum(self.units(t) for _, t in hit)
+        elif self.prompt_only:
+            # section 9: a prefill replica reserves the prompt only
+            need = request.prompt - hit_tokens
         else:
             # section 6.1: prompt + output, held until the request finishes (less what the cache holds)
             need = request.prompt + request.output - hit_tokens
@@ -162,6 +167,30 @@ class KVCache:
             request.own_kv -= moved
             self.own -= moved
         assert request.own_kv >= 0, "prefix blocks must be whole KV blocks except each prompt's last"
+
+    # ---------------------------------------------------------------- disaggregation (section 9)
+    def try_admit_remote(self, request: Request) -> bool:
+        """A decode replica admits a request whose prompt's KV is on a prefill replica: the prompt's blocks
+        (paged) or prompt + output (reserve)."""
+        need = ceil_div(request.prompt, self.block_size) if self.paged else request.prompt + request.output
+        if not self.make_room(need):
+            return False
+        self.own += need
+        request.own_kv = need
+        return True
+
+    def hand_off(self, request: Request) -> None:
+        """A prefill replica keeps the request's KV (its own units and pinned blocks) until it lands."""
+        request.held_kv, request.own_kv = request.own_kv, 0
+        request.held_pinned, request.pinned = request.pinned, []
+
+    def release_held(self, request: Request) -> None:
+        self.own -= request.held_kv
+        request.held_kv = 0
+        if self.cache is not None:
+            for hash_id in request.held_pinned:
+                self.cache.blocks[hash_id][1].discard(request.id)
+        request.held_pinned = []
 
     def release(self, request: Request) -> None:
         """A request that finishes or is preempted releases its own KV and unpins its prefix blocks."""

@@ -3,6 +3,7 @@
 One heap of pending events, the earliest first. At equal times:
 
 1. iteration ends (their outcomes, section 3.5), by replica index;
+   then landings of KV on decode replicas (section 9), by request id: the prefill replica frees the KV;
 2. arrivals, by request id: routed with every outcome at that time applied, so a closed-loop request sent by a
    finish at ``t`` with no think time arrives at ``t`` (section 5);
 3. iteration starts, by replica index: an iteration starting at ``t`` sees every arrival at ``t`` (section 4).
@@ -14,7 +15,7 @@ import heapq
 
 from .replica import Replica
 
-END, ARRIVAL, START = 0, 1, 2
+END, LANDING, ARRIVAL, START = 0, 1, 2, 3
 
 
 class Router:
@@ -50,9 +51,11 @@ class Router:
 class EventLoop:
     """Runs every replica and the request source until every request has finished."""
 
-    def __init__(self, replicas: list[Replica], router: Router, start, end) -> None:
+    def __init__(self, replicas: list[Replica], router: Router, start, end, decode_router: Router | None = None
+                 ) -> None:
         self.replicas = replicas
-        self.router = router
+        self.router = router  # disaggregated (section 9): the prefill pool's
+        self.decode_router = decode_router
         self.start = start  # replica -> Iteration (section 3 steps 1-4, at the replica's clock)
         self.end = end  # (replica, Iteration) -> finished requests (section 3 step 5)
         self.heap: list = []
@@ -61,6 +64,13 @@ class EventLoop:
     def push_arrival(self, time: float, request) -> None:
         heapq.heappush(self.heap, (time, ARRIVAL, request.id, request))
 
+    def wake(self, replica: Replica, time: float) -> None:
+        """Section 3 (last paragraph): an idle replica wakes at an arrival (section 9: or a landing)."""
+        if not replica.busy:
+            replica.busy = True
+            replica.clock = max(replica.clock, time)
+            heapq.heappush(self.heap, (replica.clock, START, replica.index, replica))
+
     def run(self) -> list:
         """Process every event; returns the step rows in the order the iterations ended."""
         rows = []
@@ -68,18 +78,30 @@ class EventLoop:
             time, kind, _, payload = heapq.heappop(self.heap)
             if kind == ARRIVAL:
                 request = payload
-                request.arrival_s = time
-                replica = self.router.route(request)
+                if request.remote:  # section 9: a completed prompt, to the decode pool
+                    replica = self.decode_router.route(request)
+                else:
+                    request.arrival_s = time
+                    replica = self.router.route(request)
                 request.replica = replica.index
                 replica.waiting.append(request)
-                if not replica.busy:
-                    # section 3 (last paragraph): an idle replica wakes at the arrival
-                    replica.busy = True
-                    replica.clock = max(replica.clock, time)
-                    heapq.heappush(self.heap, (replica.clock, START, replica.index, replica))
+                self.wake(replica, time)
+            elif kind == LANDING:  # section 9
+                request = payload
+                holder = request.holder
+                holder.kv.release_held(request)
+                if holder.waiting:
+                    self.wake(holder, time)
+                self.wake(self.replicas_by_index[request.replica], time)
             elif kind == START:
                 replica = payload
                 iteration = self.start(replica)
+                for request in replica.new_transfers:
+                    heapq.heappush(self.heap, (request.land_s, LANDING, request.id, request))
+                replica.new_transfers = []
+                if iteration is None:  # nothing to compute: idle until an arrival or a landing
+                    replica.busy = False
+                    continue
                 heapq.heappush(self.heap, (iteration.end, END, replica.index, (replica, iteration)))
             else:
                 replica, iteration = payload
@@ -88,7 +110,9 @@ class EventLoop:
                 for request in finished:  # in order of request id (section 3.5)
                     if self.on_finish is not None:
                         self.on_finish(request, time)
-                if replica.running or replica.waiting:
+                for request in sorted(replica.handoffs, key=lambda r: r.id):
+                    heapq.heappush(self.heap, (time, ARRIVAL, request.id, request))
+                if replica.running or replica.waiting or replica.receiving:
                     heapq.heappush(self.heap, (replica.clock, START, replica.index, replica))
                 else:
                     replica.busy = False

@@ -24,6 +24,7 @@ class Limits:
     scheduler: object  # simlab.schedulers.Scheduler, or None without drafting
     prior_conf: np.ndarray
     cost: object  # simlab.hardware.CostModel
+    draft_recompute: bool = False  # section 9: a decode replica builds the drafter's KV over each landed prompt
 
 
 @dataclass
@@ -47,8 +48,17 @@ class Step:
 class Replica:
     """Section 2: a waiting queue, the running requests in admission order, a clock and the KV cache."""
 
-    def __init__(self, index: int, kv: KVCache) -> None:
+    def __init__(self, index: int, kv: KVCache, role: str = "colocated", link: tuple[float, float] = (0.0, 0.0)
+                 ) -> None:
         self.index = index
+        # section 9: a prefill replica hands completed prompts on; a decode replica receives their KV over its link
+        # (seconds per token, latency), one transfer at a time
+        self.role = role
+        self.seconds_per_token, self.latency_s = link
+        self.link_free = 0.0
+        self.receiving: list[Request] = []  # admitted, KV not landed yet, in admission order
+        self.new_transfers: list[Request] = []  # transfers started by the last iteration start
+        self.handoffs: list[Request] = []  # prompts completed by the last iteration end
         self.waiting: deque[Request] = deque()
         self.running: list[Request] = []  # in admission order (a re-admitted request goes last)
         self.clock = 0.0
@@ -58,7 +68,7 @@ class Replica:
 
     def load(self) -> int:
         """Section 5 (least_loaded): requests waiting or running."""
-        return len(self.waiting) + len(self.running)
+        return len(self.waiting) + len(self.running) + len(self.receiving)
 
     # ------------------------------------------------------------------------------------------------- 6.2
     def preempt_newest(self) -> Request:
@@ -68,6 +78,7 @@ class Replica:
         self.kv.release(victim)
         victim.state = WAITING
         victim.done = 0
+        victim.rebuild_draft = False
         self.waiting.appendleft(victim)
         self.num_preemptions += 1
         return victim
@@ -89,8 +100,17 @@ class Replica:
     # ------------------------------------------------------------------------------------------------- 3.1
     def admit(self, max_num_seqs: int) -> None:
         """Section 3 step 1: first come, first served, while seats are free and the head's KV fits."""
-        while self.waiting and len(self.running) < max_num_seqs:
+        while self.waiting and len(self.running) + len(self.receiving) < max_num_seqs:
             head = self.waiting[0]
+            if head.remote:  # section 9: a seat and its KV, then the transfer of all but the prompt's last token
+                if not self.kv.try_admit_remote(head):
+                    break
+                self.waiting.popleft()
+                self.link_free = max(self.clock, self.link_free) + (head.prompt - 1) * self.seconds_per_token
+                head.land_s = self.link_free + self.latency_s
+                self.receiving.append(head)
+                self.new_transfers.append(head)
+                continue
             # section 6.2 (recompute): a request prefills its whole context so far (its prompt the first time)
             head.prefill_target = head.prompt + head.emitted
             if not self.kv.try_admit(head):
@@ -100,13 +120,27 @@ class Replica:
             self.running.append(head)
 
     # ------------------------------------------------------------------------------------------------- 3
-    def start_iteration(self, limits: Limits, streams: Streams | None) -> "Iteration":
+    def land(self) -> None:
+        """Section 9: requests whose KV has landed join the running requests, to prefill the prompt's last token."""
+        for r in [r for r in self.receiving if r.land_s <= self.clock]:
+            self.receiving.remove(r)
+            r.remote = False
+            r.state = PREFILLING
+            r.prefill_target = r.prompt
+            r.done = r.prompt - 1
+            r.rebuild_draft = True
+            self.running.append(r)
+
+    def start_iteration(self, limits: Limits, streams: Streams | None) -> "Iteration | None":
         """Section 3 steps 1-4: an iteration starting at ``clock`` (growth and admission happen now; the
-        outcomes wait for :meth:`end_iteration`, at its end)."""
-        # 3.1: KV growth (paged only), then admission
+        outcomes wait for :meth:`end_iteration`, at its end). None when there is nothing to compute."""
+        # 3.1: KV growth (paged only), then admission (and, section 9, landed KV)
         if self.kv.paged:
             self.grow(limits.gamma)
         self.admit(limits.max_num_seqs)
+        self.land()
+        if not self.running:
+            return None
         kv_tokens = self.kv.tokens_in_use()
         num_waiting = len(self.waiting)
 
@@ -169,6 +203,14 @@ class Replica:
         else:
             target = 0.0
         step_s = draft + target
+        if limits.draft_recompute:  # section 9: the drafter's forwards over landed prompts that complete now
+            rebuilt = [r for r, c in zip(prefilling, chunks) if r.rebuild_draft and r.done + c == r.prefill_target]
+            if rebuilt:
+                extra = 0.0
+                for r in rebuilt:
+                    extra += limits.cost.draft_prefill_s(limits.method, r.prompt)
+                    r.rebuild_draft = False
+                step_s += extra
         row = Step(
             t_s=self.clock, step_s=step_s, replica=self.index,
             num_requests=num_decode + sum(1 for c in chunks if c > 0),  # section 8: prefills given a chunk
@@ -192,9 +234,16 @@ class Replica:
                     positions["reached"][k] += 1
                 if a > k:
                     positions["accepted"][k] += 1
+        self.handoffs = []
         for r, chunk in zip(it.prefilling, it.chunks):
             r.done += chunk
-            if r.done == r.prefill_target:
+            if r.done == r.prefill_target and self.role == "prefill":  # section 9: on to a decode replica
+                self.kv.prompt_complete(r)
+                self.kv.hand_off(r)
+                self.running.remove(r)
+                r.state, r.remote, r.holder = WAITING, True, self
+                self.handoffs.append(r)
+            elif r.done == r.prefill_target:
                 self.kv.prompt_complete(r)
                 r.remaining -= 1  # its first token, or the token its recompute produces (6.2)
                 if np.isnan(r.first_token_s):

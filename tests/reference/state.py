@@ -40,6 +40,15 @@ class Request:
     admitted_before: bool = False
     cached_at_first_admission: int = 0
 
+    # section 9 (disaggregation): the prefill replica holding the prompt's KV from its prefill's end until the
+    # KV lands on the decode replica (``held_kv`` units, ``held_pinned`` prefix blocks), and the landing time
+    holder: object = None
+    held_kv: int = 0
+    held_pinned: list = field(default_factory=list)
+    remote: bool = False
+    land_s: float = math.nan
+    rebuild_draft: bool = False
+
     # section 1: draws of decode steps 0, 1, ... as they are needed
     conf: list = field(default_factory=list)
     true_accepted: list = field(default_factory=list)

@@ -55,6 +55,9 @@ def check_scenario(loaded, method: str) -> None:
     if sc.engine.replicas != 1:
         raise InputError("the real engine serves one replica", file=file, field="engine.replicas",
                          value=sc.engine.replicas, valid="1")
+    if sc.engine.disaggregation is not None:
+        raise InputError("the real engine serves one co-located replica, not prefill and decode pools", file=file,
+                         field="engine.disaggregation", value="given", valid="no disaggregation (leave it out)")
     for i, arm in enumerate(sc.arms):
         if arm.method not in ("none", method):
             raise InputError(f"the pair's drafter is a {method} drafter", file=file, field=f"arms[{i}].method",
