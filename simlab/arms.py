@@ -22,6 +22,40 @@ class PreparedArm:
     confidence: dict | None
 
 
+def check_tree_arm(index: int, arm: Arm, engine, cost, file) -> None:
+    """What a tree arm needs of the engine and the hardware model (InputError otherwise): every request's whole
+    tree fits the token budget, reserved KV (paged lookahead slots of trees are not modelled yet), and a model that
+    prices a tree's draft."""
+    from simlab.common.errors import InputError
+
+    tokens = arm.tree.num_draft_tokens
+    if engine.max_num_seqs * tokens > engine.max_batch_tokens:
+        raise InputError(
+            f"arms[{index}] verifies {tokens} tokens per request: {engine.max_num_seqs} requests need "
+            f"{engine.max_num_seqs * tokens} tokens per step", file=file, field="engine.max_batch_tokens",
+            value=engine.max_batch_tokens, valid=f"at least {engine.max_num_seqs * tokens}, or a smaller "
+            "engine.max_num_seqs")
+    if engine.kv_policy == "paged":
+        raise InputError("a tree arm's KV lookahead under paged KV is not modelled yet", file=file,
+                         field="engine.kv_policy", value="paged", valid=f"reserve (arms[{index}] has a tree)")
+    if cost.tree_draft_s(arm.method, arm.draft_len, arm.tree.topk, 1, 0.0) is None:
+        raise InputError("the hardware model cannot price a draft tree", file=file, field=f"arms[{index}].tree",
+                         value="given", valid="a roofline or a table hardware model")
+
+
+def _tree(arm: Arm, spec: AcceptanceSpec, weights: dict[str, float]):
+    """The arm's draft tree (docs/acceptance.md section 8), built from its chain's conditional acceptance over the
+    workload's domain mix; ``catch`` from the arm, else the calibrated one."""
+    from simlab.acceptance import expected_conditional_acceptance
+    from simlab.acceptance.tree import TreeDraws, build_tree
+    from simlab.acceptance.tree_fit import calibrated_catch
+
+    alpha = expected_conditional_acceptance(spec, arm.method, weights, arm.draft_len)
+    catch = arm.tree.catch if arm.tree.catch is not None else calibrated_catch()
+    tree = build_tree(alpha, catch, arm.tree.topk, arm.tree.num_draft_tokens, arm.draft_len)
+    return TreeDraws(tree, catch, arm.tree.topk)
+
+
 def domain_weights(domain: np.ndarray, domain_names: tuple[str, ...]) -> dict[str, float]:
     """The workload's share of requests per domain."""
     counts = np.bincount(domain, minlength=len(domain_names)).astype(float)
@@ -45,6 +79,7 @@ def prepare_arm(arm: Arm, spec: AcceptanceSpec, cost, *, domain_names: tuple[str
     sample = warmup_sample(spec, method, weights, gamma, min(spec.calibration_samples, 4096), seed + 1)
     conf = sample.conf_raw if temperatures is None else apply_sts(sample.conf_raw, temperatures)
     prior_conf = np.asarray(conf, dtype=float).mean(axis=0)
+    tree = _tree(arm, spec, weights) if arm.tree is not None else None
     draws = ArmDraws(
         seed=seed,
         gamma=gamma,
@@ -52,8 +87,9 @@ def prepare_arm(arm: Arm, spec: AcceptanceSpec, cost, *, domain_names: tuple[str
         heterogeneity=spec.heterogeneity,
         confidence=spec.confidence,
         temperatures=temperatures,
+        tree=tree,
     )
     scheduler = from_config(arm.scheduler)
     replay = spec.recorded.bind(output_tokens, seed) if spec.recorded is not None else None
-    policy = ArmPolicy(method, gamma, scheduler, draws, cost, max_batch_tokens, prior_conf, replay)
+    policy = ArmPolicy(method, gamma, scheduler, draws, cost, max_batch_tokens, prior_conf, replay, tree)
     return PreparedArm(arm, policy, report)

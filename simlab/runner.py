@@ -12,7 +12,7 @@ from typing import Callable, Optional
 import numpy as np
 import pandas as pd
 
-from simlab.arms import PreparedArm, domain_weights, prepare_arm
+from simlab.arms import PreparedArm, check_tree_arm, domain_weights, prepare_arm
 from simlab.common.errors import InputError
 from simlab.common.version import __version__
 from simlab.config.loading import LoadedScenario
@@ -84,7 +84,9 @@ def build(loaded: LoadedScenario) -> Built:
     built = Built(loaded, workload, cost, spec, kv_capacity,
                   pools=pool_sizes(engine, cost, kv_capacity, requests, file, [a.method for a in sc.arms]))
     weights = domain_weights(requests.domain, requests.domain_names)
-    for arm in sc.arms:
+    for index, arm in enumerate(sc.arms):
+        if arm.tree is not None:
+            check_tree_arm(index, arm, engine, cost, file)
         built.arms.append(
             prepare_arm(arm, spec, cost, domain_names=requests.domain_names, weights=weights,
                         output_tokens=requests.output_tokens,

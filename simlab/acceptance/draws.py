@@ -28,6 +28,7 @@ class ArmDraws:
     heterogeneity: HeterogeneityConfig
     confidence: ConfidenceConfig
     temperatures: np.ndarray | None  # [G] STS temperatures, None when uncalibrated
+    tree: object = None  # simlab.acceptance.tree.TreeDraws of a tree arm: its rounds accept along the tree
 
     def request_shift(self, num_requests: int) -> Optional[np.ndarray]:
         """delta_r for requests 0..num_requests-1 (None when requests do not differ)."""
@@ -67,8 +68,12 @@ class ArmDraws:
             logit = logit + shift[:, None]
         if het.token_logit_sd > 0.0:
             logit = logit + het.token_logit_sd * ndtri(crn.low_uniform(bits))
-        accepted = crn.high_uniform(bits) < expit(logit)
-        true_accepted = np.add.reduce(np.logical_and.accumulate(accepted, axis=-1), axis=-1)
+        uniforms, accept_prob = crn.high_uniform(bits), expit(logit)
+        if self.tree is None:
+            accepted = uniforms < accept_prob
+            true_accepted = np.add.reduce(np.logical_and.accumulate(accepted, axis=-1), axis=-1)
+        else:  # rank 1 at each depth is the chain's acceptance; the misses' ranks from the same uniforms
+            true_accepted = self.tree.accepted(uniforms, accept_prob)
         head = logit + confidence.bias_at(self.gamma) if confidence.has_bias else logit
         if confidence.noise_logit_sd > 0.0:
             head = head + confidence.noise_logit_sd * ndtri(crn.high_uniform(noise_bits))

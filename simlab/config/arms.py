@@ -17,6 +17,17 @@ MAX_GAMMA = 16
 SchedulerConfig = config_union(arm=True)
 
 
+class TreeConfig(StrictModel):
+    """An EAGLE-3 draft tree (docs/acceptance.md section 8): ``topk`` candidates per node, ``num_draft_tokens``
+    tokens verified per request and round (the root's included, as SGLang counts them); the arm's gamma is its
+    depth. ``catch``: the rank model's share of the top-1's misses the next candidate catches (default: the
+    calibration on Llama-3.1-8B-Instruct's EAGLE-3 chains and trees)."""
+
+    topk: int = Field(ge=1, le=64)
+    num_draft_tokens: int = Field(ge=2, le=1024)
+    catch: Optional[float] = Field(default=None, ge=0.0, le=1.0)
+
+
 class Arm(StrictModel):
     """One configuration simulated side by side with the others on the same requests."""
 
@@ -25,6 +36,7 @@ class Arm(StrictModel):
     gamma: Optional[int] = Field(default=None, ge=1, le=MAX_GAMMA, validate_default=True)
     scheduler: Optional[SchedulerConfig] = Field(default=None, validate_default=True)
     calibration: Literal["sts", "none"] = "sts"
+    tree: Optional[TreeConfig] = None
 
     @field_validator("gamma")
     @classmethod
@@ -42,6 +54,25 @@ class Arm(StrictModel):
         if info.data.get("method") == "none" and scheduler is not None and scheduler.kind != DEFAULT_KIND:
             raise ValueError("method 'none' has no scheduler: leave scheduler out")
         return scheduler
+
+    @field_validator("tree")
+    @classmethod
+    def _tree_fits_arm(cls, tree: Optional[TreeConfig], info: ValidationInfo) -> Optional[TreeConfig]:
+        if tree is None:
+            return tree
+        method, gamma, scheduler = info.data.get("method"), info.data.get("gamma"), info.data.get("scheduler")
+        if method != "eagle3":
+            raise ValueError(f"a draft tree is drafted by eagle3, not by {method!r}")
+        if gamma is None:
+            return tree
+        most = tree.topk + (gamma - 1) * tree.topk * tree.topk  # topk at depth 1, topk^2 at every deeper one
+        if tree.num_draft_tokens - 1 > most:
+            raise ValueError(f"num_draft_tokens {tree.num_draft_tokens} needs {tree.num_draft_tokens - 1} draft "
+                             f"tokens but a tree of depth {gamma} (gamma) and topk {tree.topk} holds at most {most}")
+        if scheduler is not None and scheduler.kind != DEFAULT_KIND:
+            raise ValueError(f"a tree arm verifies its whole tree each round: scheduler {DEFAULT_KIND} (or leave "
+                             f"it out), not {scheduler.kind!r}")
+        return tree
 
     @property
     def draft_len(self) -> int:

@@ -60,10 +60,10 @@ class Block:
     """K planned steps of a roster; steps 0..num_exact-1 are exact."""
 
     __slots__ = ("lengths", "accepted", "emitted", "active", "context", "num_exact", "anchors", "batch_tokens",
-                 "gamma", "plan")
+                 "gamma", "plan", "verify")
 
     def __init__(self, lengths: np.ndarray, accepted: np.ndarray, emitted: np.ndarray, active: np.ndarray,
-                 context: np.ndarray, num_exact: int, gamma: int, plan=None) -> None:
+                 context: np.ndarray, num_exact: int, gamma: int, plan=None, verify=None) -> None:
         self.lengths = lengths  # [K, N] verify lengths
         self.accepted = accepted  # [K, N]
         self.emitted = emitted  # [K, N] tokens emitted (0 where inactive)
@@ -71,12 +71,16 @@ class Block:
         self.context = context  # [K] total KV tokens read by the decode part of each step
         self.num_exact = num_exact
         self.anchors = np.add.reduce(active, axis=1)  # [K] requests decoding at each step
-        self.batch_tokens = self.anchors + np.add.reduce(lengths, axis=1)  # [K] decode/verify tokens of each step
+        self.verify = verify  # [K, N] a tree's verified nodes per request (None: the lengths)
+        verified = lengths if verify is None else verify
+        self.batch_tokens = self.anchors + np.add.reduce(verified, axis=1)  # [K] decode/verify tokens of each step
         self.gamma = gamma
         self.plan = plan  # (draft lengths [K], requests drafting [K]) of a scheduler that plans its draft, or None
 
     def drafted_tokens(self, count: int) -> np.ndarray:
-        """[count] draft positions proposed at each step (draft length x requests drafting)."""
+        """[count] draft positions proposed at each step (draft length x requests drafting; a tree's nodes)."""
+        if self.verify is not None:
+            return np.add.reduce(self.verify[:count], axis=1)
         if self.plan is None:
             return self.gamma * self.anchors[:count]
         return self.plan[0][:count] * self.plan[1][:count]
@@ -150,7 +154,8 @@ def plan_block(policy: ArmPolicy, roster: Roster, num_steps: int, store=None) ->
         guess = emitted
         true_accepted = outcomes.given(guess)
     # costs read the context the emissions imply (the guess's may differ where decisions ignore context)
-    return Block(lengths, accepted, emitted, active, actual_context, num_exact, policy.gamma, plan)
+    verify = policy.verify_tokens(lengths) if policy.tree is not None else None
+    return Block(lengths, accepted, emitted, active, actual_context, num_exact, policy.gamma, plan, verify)
 
 
 class _Inputs:

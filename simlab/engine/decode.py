@@ -23,6 +23,7 @@ class ArmPolicy:
     max_batch_tokens: int
     prior_conf: np.ndarray  # [G] stands in for lagged confidences a request does not have yet
     replay: Optional[object] = None  # simlab.acceptance.replay.BoundReplay: recorded outcomes instead of draws
+    tree: Optional[object] = None  # simlab.acceptance.tree.TreeDraws of an EAGLE-3 tree arm
     _draft_grid: list = field(default_factory=list, repr=False, compare=False)  # [[draft length, request count]]
 
     def draft_s(self, num_requests: np.ndarray, context_tokens: np.ndarray) -> np.ndarray:
@@ -74,7 +75,21 @@ class ArmPolicy:
     def _draft(self, num_requests: int, context_tokens: float, draft_len: int) -> float:
         if num_requests == 0 or draft_len == 0:
             return 0.0
+        if self.tree is not None:
+            return float(self.cost.tree_draft_s(self.method, draft_len, self.tree.topk, num_requests, context_tokens))
         return float(self.cost.draft_s(self.method, draft_len, num_requests, context_tokens))
+
+    def verify_tokens(self, lengths: np.ndarray) -> np.ndarray:
+        """Draft tokens verified by requests that may verify ``lengths`` positions (a tree: its nodes that deep)."""
+        if self.tree is None:
+            return lengths
+        return self.tree.nodes_within()[lengths]
+
+    @property
+    def max_tokens_per_request(self) -> int:
+        """The most tokens a decoding request puts in one step: its own and every draft token it may verify."""
+        return 1 + (self.tree.num_nodes if self.tree is not None else self.gamma)
+
 
     @property
     def lag_steps(self) -> int:

@@ -293,7 +293,8 @@ class Replica:
         if not self.prefilling:
             return PrefillPart()
         limits = self.ctx.limits
-        bound = min(limits.prefill_budget, limits.max_batch_tokens - len(self.decode) * (1 + self.ctx.policy.gamma))
+        bound = min(limits.prefill_budget,
+                    limits.max_batch_tokens - len(self.decode) * self.ctx.policy.max_tokens_per_request)
         needed = sum(target - done for _, done, target in self.prefilling)
         return self._allocate(bound) if needed <= bound else None
 

@@ -72,6 +72,13 @@ class CostModel(ABC):
     def describe(self) -> dict[str, Any]:
         """JSON-able provenance: where the numbers come from and every parameter in force."""
 
+    def tree_draft_s(self, method: str, depth: int, topk: int, num_requests: int,
+                     context_tokens: float = 0.0) -> Optional[float]:
+        """Drafter seconds of one round of an EAGLE-3 draft tree per request (docs/acceptance.md section 8):
+        ``depth`` sequential forwards, the first over each request's last token, the others over its ``topk``
+        frontier nodes; None when the model cannot price it."""
+        return None
+
     def draft_kv_bytes_per_token(self, method: str) -> Optional[float]:
         """Bytes per token of the drafter's own KV over one replica (0 for ``none``); None when unknown."""
         return 0.0 if method == "none" else None

@@ -147,6 +147,18 @@ class RooflineDrafter:
         """One DSpark sequential-head position for ``num_requests`` rows."""
         return self._time(self.head_step, num_requests, num_requests, 0.0)
 
+    def tree_draft_s(self, method: str, depth: int, topk: int, num_requests: int, context_tokens: float = 0.0
+                     ) -> float:
+        """One draft tree's round: the fusion, a forward over the R roots, ``depth - 1`` over R x topk frontier
+        nodes (each attends its request's context), and the host time of each forward."""
+        if num_requests <= 0 or depth <= 0:
+            return 0.0
+        r, c = float(num_requests), float(context_tokens)
+        step = self.eagle3_step if method == "eagle3" else self.mtp_step
+        frontier = (depth - 1) * self._time(step, r * topk, r, c) if depth > 1 else 0.0
+        return (self.autoregressive_round_s(method, r) + self._time(step, r, r, c) + frontier
+                + depth * self.params.draft_forward_overhead_s)
+
     def kv_bytes_per_token(self, method: str) -> float:
         """Bytes per context token of the drafter's own KV on one GPU (0 without a drafter)."""
         shape = self.prefill_shapes.get(method)

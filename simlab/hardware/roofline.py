@@ -180,6 +180,10 @@ class RooflineCostModel(CostModel):
     def kv_cache_tokens(self) -> Optional[int]:
         return self._kv_cache_tokens
 
+    def tree_draft_s(self, method: str, depth: int, topk: int, num_requests: int,
+                     context_tokens: float = 0.0) -> Optional[float]:
+        return self.drafter.tree_draft_s(method, depth, topk, num_requests, context_tokens)
+
     def draft_kv_bytes_per_token(self, method: str) -> Optional[float]:
         return self.drafter.kv_bytes_per_token(method) * self.tp
 

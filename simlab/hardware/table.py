@@ -113,6 +113,14 @@ class TableCostModel(CostModel):
     def kv_cache_tokens(self) -> Optional[int]:
         return self.config.kv_cache_tokens
 
+    def tree_draft_s(self, method: str, depth: int, topk: int, num_requests: int,
+                     context_tokens: float = 0.0) -> Optional[float]:
+        """The autoregressive draft curve read at the R roots, then at R x topk frontier nodes per further step."""
+        if num_requests <= 0 or depth <= 0:
+            return 0.0
+        first = self._autoregressive.at(num_requests)
+        return float(first + (depth - 1) * self._autoregressive.at(num_requests * topk))
+
     def _roofline_source(self):
         """(model, tensor parallelism, its roofline parameters) of the roofline a profile was derived from (its
         ``provenance.source``), or None."""

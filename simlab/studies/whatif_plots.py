@@ -81,7 +81,8 @@ def split_sla_png(doc: dict, probes: pd.DataFrame, colours: dict) -> bytes:
                 continue
             total = entry["load"] if entry["load"] is not None else int(mine["replicas"].max())
             at = mine[mine["replicas"] == total].sort_values("prefill_replicas")
-            ax.plot(at["prefill_replicas"], at[metric], marker="o", color=colours[arm], label=f"{arm} ({total} replicas)")
+            ax.plot(at["prefill_replicas"], at[metric], marker="o", color=colours[arm],
+                    label=f"{arm} ({total} replicas)")
             if entry.get("split"):
                 chosen = at[at["prefill_replicas"] == entry["split"]["prefill_replicas"]]
                 ax.scatter(chosen["prefill_replicas"], chosen[metric], marker="*", s=160, color=colours[arm],

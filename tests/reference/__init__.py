@@ -82,7 +82,7 @@ def run_reference(scenario=None, *, arm=0, built=None, kv_policy: Optional[str] 
     limits = Limits(
         max_num_seqs=engine.max_num_seqs, max_batch_tokens=engine.max_batch_tokens,
         prefill_chunk_tokens=engine.prefill_chunk_tokens, method=policy.method, gamma=gamma,
-        scheduler=policy.scheduler, prior_conf=policy.prior_conf, cost=policy.cost,
+        scheduler=policy.scheduler, prior_conf=policy.prior_conf, cost=policy.cost, tree=policy.tree,
     )
     positions = {name: np.zeros(gamma, dtype=np.int64) for name in ("verified", "reached", "accepted")}
     split = getattr(engine, "disaggregation", None)
@@ -94,8 +94,9 @@ def run_reference(scenario=None, *, arm=0, built=None, kv_policy: Optional[str] 
                          end=lambda rep, it: rep.end_iteration(it, positions))
     else:  # section 9: prefill replicas 0..P-1, decode replicas P..P+D-1
         pools = built.pools
-        prefill_limits = replace_limits(limits, max_batch_tokens=split.prefill_max_batch_tokens or engine.max_batch_tokens,
-                                        prefill_chunk_tokens=split.prefill_chunk_tokens or engine.prefill_chunk_tokens)
+        prefill_limits = replace_limits(
+            limits, max_batch_tokens=split.prefill_max_batch_tokens or engine.max_batch_tokens,
+            prefill_chunk_tokens=split.prefill_chunk_tokens or engine.prefill_chunk_tokens)
         prefill = [Replica(i, KVCache(kv_policy, pools.prefill_kv_tokens, block_size, prefix_caching,
                                       prompt_only=True), role="prefill")
                    for i in range(split.prefill_replicas)]

@@ -25,6 +25,7 @@ class Limits:
     prior_conf: np.ndarray
     cost: object  # simlab.hardware.CostModel
     draft_recompute: bool = False  # section 9: a decode replica builds the drafter's KV over each landed prompt
+    tree: object = None  # an EAGLE-3 tree arm's TreeDraws (docs/acceptance.md section 8)
 
 
 @dataclass
@@ -176,7 +177,11 @@ class Replica:
                 inputs.lagged_max_len = max_len
             lengths = [int(x) for x in scheduler(inputs)[0]]
             accepted = [min(int(t), ell) for t, ell in zip(true_accepted[0], lengths)]
-        decode_tokens = num_decode + sum(lengths)
+        verified = lengths
+        if limits.tree is not None:  # a tree verifies its nodes within the levels the request may emit
+            within = limits.tree.nodes_within()
+            verified = [int(within[ell]) for ell in lengths]
+        decode_tokens = num_decode + sum(verified)
 
         # 3.3: prefill part
         budget = min(limits.prefill_chunk_tokens or limits.max_batch_tokens, limits.max_batch_tokens,
@@ -192,7 +197,9 @@ class Replica:
         prefill_tokens = sum(chunks)
 
         # 3.4: cost
-        if num_decode > 0 and gamma > 0:
+        if num_decode > 0 and gamma > 0 and limits.tree is not None:
+            draft = limits.cost.tree_draft_s(limits.method, gamma, limits.tree.topk, num_decode, context)
+        elif num_decode > 0 and gamma > 0:
             draft = limits.cost.draft_s(limits.method, gamma, num_decode, context)
         else:
             draft = 0.0
@@ -215,7 +222,7 @@ class Replica:
             t_s=self.clock, step_s=step_s, replica=self.index,
             num_requests=num_decode + sum(1 for c in chunks if c > 0),  # section 8: prefills given a chunk
             decode_requests=num_decode, batch_tokens=decode_tokens + prefill_tokens,
-            verify_tokens=sum(lengths), accepted_tokens=sum(accepted),
+            verify_tokens=sum(verified), accepted_tokens=sum(accepted),
             emitted_tokens=sum(accepted) + num_decode, prefill_tokens=prefill_tokens, kv_tokens=kv_tokens,
             num_waiting=num_waiting,
         )

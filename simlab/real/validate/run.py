@@ -59,6 +59,9 @@ def check_scenario(loaded, method: str) -> None:
         raise InputError("the real engine serves one co-located replica, not prefill and decode pools", file=file,
                          field="engine.disaggregation", value="given", valid="no disaggregation (leave it out)")
     for i, arm in enumerate(sc.arms):
+        if arm.tree is not None:
+            raise InputError("the real engine drafts chains, not trees", file=file, field=f"arms[{i}].tree",
+                             value="given", valid="an arm without tree")
         if arm.method not in ("none", method):
             raise InputError(f"the pair's drafter is a {method} drafter", file=file, field=f"arms[{i}].method",
                              value=arm.method, valid=f"{method} or none")
