@@ -16,6 +16,7 @@ from fractions import Fraction
 from simlab.audit.decisions import Confidences, VerifyLengthChooser
 from simlab.audit.problem import AuditedScheduler, AuditProblem, ExactChain
 from simlab.audit.rounds import RoundEnumerator
+from simlab.audit.tree_rounds import tree_distribution, tree_label
 
 Sequence = tuple[int, ...]
 Distribution = dict[Sequence, Fraction]
@@ -106,4 +107,8 @@ def run_audit(problem: AuditProblem) -> AuditResult:
                 registry_lossless=audited.scheduler.lossless,
             )
         )
+    for tree in problem.trees:  # verified whole: recursive rejection sampling is lossless for any tree
+        dist = tree_distribution(problem, tree)
+        verdicts.append(SchedulerVerdict(label=tree_label(tree), distribution=dist,
+                                         tv=total_variation(dist, target), registry_lossless=True))
     return AuditResult(problem=problem, target=target, verdicts=tuple(verdicts))

@@ -73,6 +73,7 @@ class AuditProblem:
     sps: dict[int, float]
     schedulers: tuple[AuditedScheduler, ...]
     draft_s: tuple[float, ...] = ()  # seconds to draft d = 0..gamma positions (empty: free)
+    trees: tuple[tuple[int, ...], ...] = ()  # draft trees: children per node at each depth
 
     def spell(self, sequence: tuple[int, ...]) -> str:
         """A token sequence as text: symbols joined directly when all are one character, else with spaces."""
@@ -131,7 +132,14 @@ def build_problem(data: Any, *, file: str | Path) -> AuditProblem:
         sps=dict(audit.sps),
         schedulers=schedulers,
         draft_s=draft_s,
+        trees=tuple(tuple(t) for t in audit.trees),
     )
+    for i, tree in enumerate(problem.trees):
+        if tree_estimate(problem, tree) > MAX_BRANCHES:
+            raise InputError(
+                f"too large to enumerate exactly (about {tree_estimate(problem, tree):,} branches)", file=file,
+                field=f"trees[{i}]", value=list(tree),
+                valid=f"at most {MAX_BRANCHES:,} branches: a smaller tree, fewer symbols or fewer output tokens")
     estimate = branch_estimate(problem)
     if estimate > MAX_BRANCHES:
         raise InputError(
@@ -148,6 +156,13 @@ def branch_estimate(problem: AuditProblem) -> int:
     v, gamma, n = len(problem.vocab), problem.gamma, problem.num_output_tokens
     lag = max((s.scheduler.lag_steps for s in problem.schedulers), default=0)
     return v ** (gamma + n) * v ** ((gamma - 1) * min(lag, n - 1))
+
+
+def tree_estimate(problem: AuditProblem, branching: tuple[int, ...]) -> int:
+    """A rough upper bound on a tree's enumeration: the emitted prefixes (V^N) times one round's work, which is
+    memoised by (token, depth): each depth's children, each of V tokens, each with its subtree's branches."""
+    v, n, depth = len(problem.vocab), problem.num_output_tokens, len(branching)
+    return v ** n * v * sum(k * v ** (depth - d + 1) for d, k in enumerate(branching))
 
 
 def _chain(table: MarkovTable, name: str, index: dict[str, int], file: str | Path) -> ExactChain:

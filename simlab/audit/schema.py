@@ -19,6 +19,7 @@ from simlab.schedulers.registry import config_union
 MAX_GAMMA = 6
 MAX_OUTPUT_TOKENS = 8
 MAX_VOCAB = 8
+MAX_TREE_BRANCHING = 4
 PROBABILITY_HINT = "a number in [0, 1] or an exact fraction in quotes such as '1/3'"
 
 
@@ -98,6 +99,9 @@ class AuditFile(StrictModel):
     draft_s: Optional[dict[PositiveInt, Annotated[float, Field(ge=0.0, allow_inf_nan=False)]]] = None
     num_output_tokens: int = Field(ge=1, le=MAX_OUTPUT_TOKENS)
     schedulers: list[AuditScheduler] = Field(min_length=1)
+    # draft trees verified whole by recursive rejection sampling: children per node at each depth, the root's first
+    trees: list[Annotated[list[Annotated[int, Field(ge=1, le=MAX_TREE_BRANCHING)]],
+                          Field(min_length=1, max_length=MAX_GAMMA)]] = Field(default_factory=list)
 
     @field_validator("vocab")
     @classmethod
