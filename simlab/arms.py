@@ -24,8 +24,7 @@ class PreparedArm:
 
 def check_tree_arm(index: int, arm: Arm, engine, cost, file) -> None:
     """What a tree arm needs of the engine and the hardware model (InputError otherwise): every request's whole
-    tree fits the token budget, reserved KV (paged lookahead slots of trees are not modelled yet), and a model that
-    prices a tree's draft."""
+    tree fits the token budget, and a model that prices a tree's draft."""
     from simlab.common.errors import InputError
 
     tokens = arm.tree.num_draft_tokens
@@ -35,9 +34,6 @@ def check_tree_arm(index: int, arm: Arm, engine, cost, file) -> None:
             f"{engine.max_num_seqs * tokens} tokens per step", file=file, field="engine.max_batch_tokens",
             value=engine.max_batch_tokens, valid=f"at least {engine.max_num_seqs * tokens}, or a smaller "
             "engine.max_num_seqs")
-    if engine.kv_policy == "paged":
-        raise InputError("a tree arm's KV lookahead under paged KV is not modelled yet", file=file,
-                         field="engine.kv_policy", value="paged", valid=f"reserve (arms[{index}] has a tree)")
     if cost.tree_draft_s(arm.method, arm.draft_len, arm.tree.topk, 1, 0.0) is None:
         raise InputError("the hardware model cannot price a draft tree", file=file, field=f"arms[{index}].tree",
                          value="given", valid="a roofline or a table hardware model")

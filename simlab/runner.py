@@ -114,8 +114,9 @@ def _simulate_one(built: Built, index: int, progress: Optional[Callable[[int], N
     result = simulate_arm(built.workload, built.cost, sc.engine, prepared.policy, built.kv_capacity, progress,
                           built.pools)
     num_gpus = sc.engine.num_replicas * gpus_per_replica(built.cost.describe())  # both pools when disaggregated
+    capacity = built.kv_capacity if built.pools is None else built.pools.capacity_by_replica(sc.engine)
     metrics = summarise(result, requests.prompt_tokens, requests.output_tokens, prepared.arm.draft_len, sc.slo,
-                        kv_capacity=built.kv_capacity, prefix_caching=sc.engine.prefix_caching, num_gpus=num_gpus)
+                        kv_capacity=capacity, prefix_caching=sc.engine.prefix_caching, num_gpus=num_gpus)
     scheduler = prepared.policy.scheduler
     metrics["realisable"] = scheduler is None or scheduler.entry.realisable
     metrics["lossless"] = scheduler.lossless if scheduler is not None else True

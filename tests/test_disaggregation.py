@@ -244,6 +244,11 @@ def test_per_pool_kv_in_use_never_exceeds_its_capacity():
     steps = result.steps
     assert steps[steps.replica < 2].kv_tokens.max() <= 3500
     assert steps[steps.replica == 2].kv_tokens.max() <= 4000
+    for label, metrics in result.arms.items():  # usage is each row's KV over its own pool's capacity
+        mine = steps[steps.arm == label]
+        usage = mine.kv_tokens / np.where(mine.replica < 2, 3500, 4000)
+        assert metrics["max_kv_usage"] == pytest.approx(usage.max(), rel=1e-12) and metrics["max_kv_usage"] <= 1
+        assert metrics["mean_kv_usage"] == pytest.approx(np.average(usage, weights=mine.step_s), rel=1e-12)
 
 
 def test_num_gpus_counts_both_pools():

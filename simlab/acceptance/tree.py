@@ -181,8 +181,11 @@ class TreeDraws:
         """[M] draft tokens accepted: ranks from the chain's uniforms [M, G] and probabilities [M, G]."""
         return accepted(self.tree, target_ranks(uniforms, accept_prob, self.catch, self.tree.max_rank))
 
+    def __post_init__(self) -> None:
+        counts = np.bincount(self.tree.depth[1:], minlength=self.tree.max_depth + 1)
+        object.__setattr__(self, "_within", np.add.accumulate(counts))
+
     def nodes_within(self) -> np.ndarray:
         """[depth + 1] draft tokens of depth at most ell, ell = 0..depth (a request near its end verifies the
-        tree cut at the levels it may still emit)."""
-        counts = np.bincount(self.tree.depth[1:], minlength=self.tree.max_depth + 1)
-        return np.add.accumulate(counts)
+        tree cut at the levels it may still emit; its KV lookahead slots are as many)."""
+        return self._within

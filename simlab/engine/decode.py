@@ -86,6 +86,11 @@ class ArmPolicy:
         return self.tree.nodes_within()[lengths]
 
     @property
+    def lookahead_slots(self) -> Optional[np.ndarray]:
+        """A tree arm's KV lookahead slots by verify length (its nodes that deep); None: the length itself."""
+        return self.tree.nodes_within() if self.tree is not None else None
+
+    @property
     def max_tokens_per_request(self) -> int:
         """The most tokens a decoding request puts in one step: its own and every draft token it may verify."""
         return 1 + (self.tree.num_nodes if self.tree is not None else self.gamma)

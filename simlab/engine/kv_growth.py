@@ -14,16 +14,19 @@ def _units(kv: KVPool, tokens: np.ndarray) -> np.ndarray:
     return -(-tokens // kv.unit_tokens)
 
 
-def _needed(kv: KVPool, request_id: np.ndarray, context: np.ndarray, max_len: np.ndarray) -> np.ndarray:
-    """Blocks each request must hold to write its context and lookahead slots, less the cached blocks it shares."""
-    return _units(kv, context + max_len) - kv.num_shared[request_id] * kv.block_units
+def _needed(kv: KVPool, request_id: np.ndarray, context: np.ndarray, max_len: np.ndarray, slots=None) -> np.ndarray:
+    """Blocks each request must hold to write its context and lookahead slots (``max_len``, or for a tree arm
+    ``slots[max_len]``: the tree's nodes that deep), less the cached blocks it shares."""
+    lookahead = max_len if slots is None else slots[max_len]
+    return _units(kv, context + lookahead) - kv.num_shared[request_id] * kv.block_units
 
 
-def grow(kv: KVPool, decode, prefilling: list[list[int]], gamma: int, preempt: Callable[[int], None]) -> None:
+def grow(kv: KVPool, decode, prefilling: list[list[int]], gamma: int, preempt: Callable[[int], None], slots=None
+         ) -> None:
     """Give each decoding request, in admission order, the blocks of this iteration's lookahead; when none are
     free (after evicting unpinned cached blocks), ``preempt`` the newest running request, possibly itself."""
     request_id = decode.request_id
-    need = _needed(kv, request_id, decode.context, np.minimum(gamma, decode.remaining - 1))
+    need = _needed(kv, request_id, decode.context, np.minimum(gamma, decode.remaining - 1), slots)
     deficit = np.maximum(need - kv.own[request_id], 0)
     total = int(np.add.reduce(deficit))
     if total == 0:
@@ -46,7 +49,7 @@ def grow(kv: KVPool, decode, prefilling: list[list[int]], gamma: int, preempt: C
                 break
 
 
-def safe_steps(kv: KVPool, decode, prefilling: list[list[int]], gamma: int, max_steps: int) -> int:
+def safe_steps(kv: KVPool, decode, prefilling: list[list[int]], gamma: int, max_steps: int, slots=None) -> int:
     """How many iterations from now no growth can fail: in the worst case every request emits 1 + gamma tokens
     per step, and requests completing their prefill now decode from the next step."""
     ids = np.concatenate([decode.request_id, np.array([e[0] for e in prefilling], dtype=np.int64)])
@@ -55,20 +58,20 @@ def safe_steps(kv: KVPool, decode, prefilling: list[list[int]], gamma: int, max_
         return max_steps
     own = kv.own[ids]
     later = np.arange(1, max_steps)[:, None] * (1 + gamma)  # [J, 1] worst-case tokens emitted by step j
-    need = _needed(kv, ids[None, :], context[None, :] + later, np.full(1, gamma))
+    need = _needed(kv, ids[None, :], context[None, :] + later, np.full(1, gamma), slots)
     deficit = np.add.reduce(np.maximum(need - own[None, :], 0), axis=1)  # [J], non-decreasing
     fits = deficit <= kv.free
     return 1 + (int(fits.argmin()) if not np.logical_and.reduce(fits) else max_steps - 1)
 
 
-def series(kv: KVPool, roster, block, count: int, finish_step: np.ndarray | None, finishing: list[int], gamma: int
-           ) -> np.ndarray:
+def series(kv: KVPool, roster, block, count: int, finish_step: np.ndarray | None, finishing: list[int], gamma: int,
+           slots=None) -> np.ndarray:
     """KV tokens in use at each of the block's first ``count`` steps (after that step's growth); for paged KV
     the growth of steps 1.. is applied to the pool for the requests still running after the block. A request
     finishing at step k holds its KV through k (the finish callback releases it). ``finish_step`` may be None
     with reserved KV when no request of the roster finishes in the block."""
     if kv.paged:
-        units = _paged_units(kv, roster, block, count, finish_step, gamma, kv.own[roster.request_id])
+        units = _paged_units(kv, roster, block, count, finish_step, gamma, kv.own[roster.request_id], slots)
     elif finish_step is None:
         units = np.full(count, kv.used, dtype=np.int64)
     else:  # what a request holds does not change: the pool loses each finished one's after its step
@@ -80,8 +83,8 @@ def series(kv: KVPool, roster, block, count: int, finish_step: np.ndarray | None
     return units * kv.unit_tokens
 
 
-def _paged_units(kv: KVPool, roster, block, count: int, finish_step: np.ndarray, gamma: int, own0: np.ndarray
-                 ) -> np.ndarray:
+def _paged_units(kv: KVPool, roster, block, count: int, finish_step: np.ndarray, gamma: int, own0: np.ndarray,
+                 slots=None) -> np.ndarray:
     """Paged KV units in use at each step: each running request's blocks grow with what it emitted."""
     ids = roster.request_id
     others = kv.used - int(np.add.reduce(own0))  # units of requests outside the roster and of cached blocks
@@ -92,7 +95,7 @@ def _paged_units(kv: KVPool, roster, block, count: int, finish_step: np.ndarray,
         before = np.add.accumulate(emitted, axis=0) - emitted
         left = roster.remaining[None, :] - before
         need = np.where(block.active[:count], _needed(kv, ids[None, :], roster.context[None, :] + before,
-                                                      np.minimum(gamma, left - 1)), 0)
+                                                      np.minimum(gamma, left - 1), slots), 0)
         held = np.maximum(np.maximum.accumulate(need, axis=0), held)  # blocks are kept until release
         stays = finish_step >= count
         kv.own[ids[stays]] = held[count - 1, stays]

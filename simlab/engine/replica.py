@@ -123,7 +123,8 @@ class Replica:
         running requests when none are free (docs/engine.md 6.2)."""
         if not self.kv.paged or not len(self.decode):
             return
-        kv_growth.grow(self.kv, self.decode, self.prefilling, self.ctx.policy.gamma, self._preempt)
+        kv_growth.grow(self.kv, self.decode, self.prefilling, self.ctx.policy.gamma, self._preempt,
+                       self.ctx.policy.lookahead_slots)
 
     def _preempt(self, request_id: int) -> None:
         """Back to the front of the queue: its KV is released; it keeps what it emitted and recomputes."""
@@ -178,7 +179,8 @@ class Replica:
             own.append(FINISH_ENDS)
         if self.kv.paged:
             own.append(Horizon(max_steps=kv_growth.safe_steps(self.kv, self.decode, self.prefilling,
-                                                               self.ctx.policy.gamma, MAX_BLOCK_STEPS)))
+                                                               self.ctx.policy.gamma, MAX_BLOCK_STEPS,
+                                                               self.ctx.policy.lookahead_slots)))
         if self.intake is not None and len(self.intake):  # a landing prompt joins at the next iteration's start
             own.append(Horizon(until_s=self.intake.next_land_s()))
         outside = self.ctx.outside_horizon()
@@ -233,7 +235,7 @@ class Replica:
             if finish_step is None and (any_finished or self.kv.paged):
                 finish_step = block.finish_step(roster)
             kv_tokens = kv_growth.series(self.kv, roster, block, count, finish_step, prefill.finishing,
-                                         policy.gamma)
+                                         policy.gamma, policy.lookahead_slots)
         self._record(block, count, ends[:count], step_s[:count], decode_tokens[:count], prefill, kv_tokens)
         ctx.log.steps[roster.request_id] += np.add.reduce(block.active[:count], axis=0)
         if late and prefill.joiners:  # they decode from the next iteration

@@ -250,6 +250,12 @@ class PoolSizes:
     def recomputes_draft(self, method: str) -> bool:
         return self.draft_kv == "recompute" and method != "none"
 
+    def capacity_by_replica(self, engine: EngineConfig) -> np.ndarray:
+        """KV tokens of each replica: the prefill pool's, then the decode pool's."""
+        split = engine.disaggregation
+        return np.array([self.prefill_kv_tokens] * split.prefill_replicas
+                        + [self.decode_kv_tokens] * split.decode_replicas, dtype=np.int64)
+
 
 def simulate_arm(workload, cost, engine: EngineConfig, policy: ArmPolicy, kv_capacity: int,
                  progress: Optional[Callable[[int], None]] = None, pools: Optional[PoolSizes] = None) -> ArmResult:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Optional, Union
 
 import numpy as np
 
@@ -60,10 +60,10 @@ def per_request_latencies(result: ArmRecords, output_tokens: np.ndarray) -> dict
 
 
 def summarise(result: ArmRecords, prompt_tokens: np.ndarray, output_tokens: np.ndarray, gamma: int,
-              slo: Optional[SLO], *, kv_capacity: Optional[int] = None, prefix_caching: bool = False,
+              slo: Optional[SLO], *, kv_capacity: Union[int, np.ndarray, None] = None, prefix_caching: bool = False,
               num_gpus: int = 1) -> dict:
     """The contract's METRICS for one arm, plus speculation, queueing and KV extras (``kv_capacity``: one
-    replica's KV tokens, for the usage fractions; ``num_gpus``: every GPU the arm's replicas occupy, replicas x
+    replica's KV tokens, or each replica's by index when pools differ, for the usage fractions; ``num_gpus``: every GPU the arm's replicas occupy, replicas x
     GPUs per replica, for the per-GPU figures)."""
     log, steps = result.log, result.steps
     completed = int(np.isfinite(log.finish_s).sum())
@@ -125,8 +125,8 @@ def summarise(result: ArmRecords, prompt_tokens: np.ndarray, output_tokens: np.n
     return metrics
 
 
-def _kv_metrics(result: ArmRecords, prompt_tokens: np.ndarray, kv_capacity: Optional[int], prefix_caching: bool
-                ) -> dict:
+def _kv_metrics(result: ArmRecords, prompt_tokens: np.ndarray, kv_capacity: Union[int, np.ndarray, None],
+                prefix_caching: bool) -> dict:
     """Preemptions, the prefix cache's hit rate, and KV usage over time (step-time weighted, per replica)."""
     counters, steps = result.counters, result.steps
     out: dict = {
@@ -134,7 +134,11 @@ def _kv_metrics(result: ArmRecords, prompt_tokens: np.ndarray, kv_capacity: Opti
         "prefix_cache_hit_rate": counters.cached_prompt_tokens / float(prompt_tokens.sum()) if prefix_caching else None,
     }
     step_s, kv = steps["step_s"], steps["kv_tokens"]
-    if kv_capacity and len(step_s) and step_s.sum() > 0:
+    if isinstance(kv_capacity, np.ndarray) and len(step_s) and step_s.sum() > 0:  # by replica: pools differ
+        usage = kv / kv_capacity[steps["replica"]]
+        out["mean_kv_usage"] = float(np.average(usage, weights=step_s))
+        out["max_kv_usage"] = float(usage.max())
+    elif kv_capacity and len(step_s) and step_s.sum() > 0:
         out["mean_kv_usage"] = float(np.average(kv, weights=step_s)) / kv_capacity
         out["max_kv_usage"] = float(kv.max()) / kv_capacity
     else:

@@ -84,14 +84,16 @@ class Replica:
         self.num_preemptions += 1
         return victim
 
-    def grow(self, gamma: int) -> None:
+    def grow(self, gamma: int, tree=None) -> None:
         """Section 6.2 (growth): each decoding request, in admission order, takes blocks up to
         ceil((context + max_len) / block_size); when none are free, evict cached blocks (section 7), else preempt
-        the newest running request."""
+        the newest running request. A tree arm's lookahead is its tree's nodes within max_len levels (section 3)."""
         for request in list(self.running):
             if request.state != DECODING:
                 continue  # a prefilling request holds its whole prefill since admission
             max_len = min(gamma, request.remaining - 1)
+            if tree is not None:
+                max_len = int(tree.nodes_within()[max_len])
             while request.state == DECODING and request.own_kv < self.kv.blocks_needed(request, max_len):
                 if self.kv.make_room(1):
                     self.kv.take_one(request)
@@ -137,7 +139,7 @@ class Replica:
         outcomes wait for :meth:`end_iteration`, at its end). None when there is nothing to compute."""
         # 3.1: KV growth (paged only), then admission (and, section 9, landed KV)
         if self.kv.paged:
-            self.grow(limits.gamma)
+            self.grow(limits.gamma, limits.tree)
         self.admit(limits.max_num_seqs)
         self.land()
         if not self.running:
