@@ -116,3 +116,22 @@ def test_real_mode_refuses_a_tree_arm():
     with pytest.raises(InputError) as err:
         check_scenario(scenario_from_data(data, file="real.yaml"), "eagle3")
     assert err.value.field == "arms[0].tree"
+
+
+def test_a_tree_pays_at_one_user_and_not_at_a_full_batch():
+    """The README's quickstart sentence: SGLang's example tree (topk 4, 16 tokens, depth 3) against EAGLE-3's chain
+    of 5 on the quickstart's profile: faster for a lone user, slower with 64 users in the system."""
+    arms = [{"name": "chain", "method": "eagle3", "gamma": 5},
+            {"name": "tree", "method": "eagle3", "gamma": 3, "tree": {"topk": 4, "num_draft_tokens": 16}}]
+    speeds = {}
+    for users in (1, 64):
+        data = {"name": f"tree-{users}", "seed": 3, "hardware": "h100-sxm_qwen3-8b",
+                "acceptance": {"kind": "preset", "name": "qwen3-8b"}, "arms": arms,
+                "engine": {"max_num_seqs": 128, "max_batch_tokens": 8192},
+                "workload": {"kind": "closed_loop", "concurrency": users, "num_requests": max(40, 2 * users),
+                             "prompt_tokens": {"dist": "constant", "value": 512},
+                             "output_tokens": {"dist": "constant", "value": 400},
+                             "domains": {"chat": 0.6, "code": 0.2, "math": 0.2}}}
+        result = simlab.run_scenario(data, plot=False).arms
+        speeds[users] = (result["tree"]["median_user_tok_s"], result["chain"]["median_user_tok_s"])
+    assert speeds[1][0] > speeds[1][1] and speeds[64][0] < speeds[64][1], speeds

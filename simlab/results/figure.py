@@ -1,9 +1,9 @@
 """A one-page picture of a run: per-user speed against throughput, TTFT and TPOT distributions with the SLO,
 goodput, per-position acceptance and how much each arm verified as load changed.
 
-Every arm keeps one colour in every panel (Okabe-Ito's colour-blind-safe palette; an arm that reads the true
-outcomes, the oracle, is grey), and each scheduler has its own line style and marker, so arms stay apart in
-grey-scale too. One legend serves the whole figure.
+Every arm keeps one colour in every panel (Okabe-Ito's colour-blind-safe palette, then Paul Tol's muted one from
+the ninth arm on; an arm that reads the true outcomes, the oracle, is grey), and each scheduler has its own line
+style and marker, so arms stay apart in grey-scale too. One legend serves the whole figure.
 """
 
 from __future__ import annotations
@@ -14,6 +14,9 @@ import numpy as np
 import pandas as pd
 
 OKABE_ITO = ("#000000", "#E69F00", "#56B4E9", "#009E73", "#0072B2", "#D55E00", "#CC79A7", "#F0E442")
+# after Okabe-Ito's eight, Paul Tol's muted scheme (also colour-blind safe), so that 16 arms keep distinct colours
+TOL_MUTED = ("#882255", "#44AA99", "#999933", "#332288", "#AA4499", "#117733", "#88CCEE", "#DDCC77")
+PALETTE = OKABE_ITO + TOL_MUTED
 BOUND_COLOUR = "#8C8C8C"
 SLO_COLOUR = "#B22222"
 SCHEDULER_STYLE = {  # line style, marker
@@ -32,7 +35,7 @@ def arm_styles(summary: dict) -> dict[str, dict]:
     """Per arm (in summary order): ``color``, ``linestyle``, ``marker`` and the legend ``label``."""
     names = list(summary["arms"])
     configs = summary.get("scenario", {}).get("arms") or []
-    styles, palette = {}, iter(OKABE_ITO * (len(names) // len(OKABE_ITO) + 1))
+    styles, palette = {}, iter(PALETTE * (len(names) // len(PALETTE) + 1))
     for i, name in enumerate(names):
         metrics = summary["arms"][name]
         cfg = configs[i] if len(configs) == len(names) else {}
