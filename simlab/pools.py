@@ -36,12 +36,11 @@ def pool_sizes(engine, cost, kv_capacity: int, requests, file, methods: Iterable
         )
     prefill_kv = split.prefill_kv_cache_tokens or kv_capacity
     decode_kv = split.decode_kv_cache_tokens or kv_capacity
-    block = engine.block_size if engine.kv_policy == "paged" else 1
     prompt = requests.prompt_tokens
-    _check_fits(prompt, block, prefill_kv, "a prefill replica holds its prompt", file,
-                "prefill_kv_cache_tokens" if split.prefill_kv_cache_tokens else None, engine)
-    _check_fits(prompt + requests.output_tokens, block, decode_kv, "a decode replica holds prompt + output", file,
-                "decode_kv_cache_tokens" if split.decode_kv_cache_tokens else None, engine)
+    _check_pool_fits(prompt, prefill_kv, engine, "its prompt", "a prefill replica's cache", "prefill_kv_cache_tokens",
+                     split.prefill_kv_cache_tokens, file)
+    _check_pool_fits(prompt + requests.output_tokens, decode_kv, engine, "prompt + output", "a decode replica's cache",
+                     "decode_kv_cache_tokens", split.decode_kv_cache_tokens, file)
     return PoolSizes(prefill_kv_tokens=int(prefill_kv), decode_kv_tokens=int(decode_kv),
                      kv_bytes_per_token=float(bytes_per_token), draft_kv=split.draft_kv,
                      draft_kv_bytes_per_token=_draft_bytes(split, cost, set(methods), file))
@@ -65,16 +64,24 @@ def _draft_bytes(split, cost, methods: set[str], file) -> dict[str, float]:
     return out
 
 
-def _check_fits(need: np.ndarray, block: int, capacity: int, what: str, file, own_field: Optional[str],
-                engine) -> None:
+def check_fits(need: np.ndarray, capacity: int, engine, *, what: str, where: str, file, field: str, value) -> None:
+    """InputError unless every request's KV (``need`` tokens each, whole blocks under paged KV) fits alone in
+    ``capacity`` tokens; ``what`` and ``where`` name the need and the cache in the message."""
+    block = engine.block_size if engine.kv_policy == "paged" else 1
     need = -(-need // block) * block
     usable = capacity // block * block
     if need.max() <= usable:
         return
     worst = int(np.argmax(need))
-    field, value = ((f"{FIELD}.{own_field}", capacity) if own_field is not None
-                    else ("engine.kv_cache_tokens", engine.kv_cache_tokens))
     raise InputError(
-        f"request {worst} needs {int(need[worst])} KV tokens ({what}) but a replica of that pool holds {usable}",
-        file=file, field=field, value=value, valid=f"at least {int(need.max())} tokens, or shorter requests",
-    )
+        f"request {worst} needs {int(need[worst])} KV tokens ({what}) but {where} holds {usable}",
+        file=file, field=field, value=value, valid=f"at least {int(need.max())} tokens, or a workload with shorter "
+        "requests")
+
+
+def _check_pool_fits(need: np.ndarray, capacity: int, engine, what: str, where: str, own_field: str,
+                     given: Optional[int], file) -> None:
+    """:func:`check_fits` for one pool, naming its own capacity field when given, else engine.kv_cache_tokens."""
+    field, value = ((f"{FIELD}.{own_field}", given) if given is not None
+                    else ("engine.kv_cache_tokens", engine.kv_cache_tokens))
+    check_fits(need, capacity, engine, what=what, where=where, file=file, field=field, value=value)

@@ -17,7 +17,7 @@ from simlab.common.errors import InputError
 from simlab.common.version import __version__
 from simlab.config.loading import LoadedScenario
 from simlab.engine import simulate_arm
-from simlab.pools import pool_sizes
+from simlab.pools import check_fits, pool_sizes
 from simlab.hardware.gpus import gpus_per_replica
 from simlab.results.folder import requests_frame, steps_frame
 from simlab.results.metrics import summarise
@@ -67,20 +67,9 @@ def build(loaded: LoadedScenario) -> Built:
             valid=f"an integer >= {engine.max_num_seqs}",
         )
     kv_capacity = _kv_capacity(engine.kv_cache_tokens, cost, file)
-    need = requests.prompt_tokens + requests.output_tokens
-    if engine.kv_policy == "paged":  # whole blocks: a request must fit alone, rounded up to blocks
-        block = engine.block_size
-        need = -(-need // block) * block
-        kv_capacity_usable = kv_capacity // block * block
-    else:
-        kv_capacity_usable = kv_capacity
-    if need.max() > kv_capacity_usable and engine.disaggregation is None:
-        worst = int(np.argmax(need))
-        raise InputError(
-            f"request {worst} needs {int(need[worst])} KV tokens (prompt + output) but the cache holds "
-            f"{kv_capacity_usable}", file=file, field="engine.kv_cache_tokens", value=engine.kv_cache_tokens,
-            valid=f"at least {int(need.max())} tokens, or a workload with shorter requests",
-        )
+    if engine.disaggregation is None:  # a request must fit alone (paged: in whole blocks); pools check their own
+        check_fits(requests.prompt_tokens + requests.output_tokens, kv_capacity, engine, what="prompt + output",
+                   where="the cache", file=file, field="engine.kv_cache_tokens", value=engine.kv_cache_tokens)
     built = Built(loaded, workload, cost, spec, kv_capacity,
                   pools=pool_sizes(engine, cost, kv_capacity, requests, file, [a.method for a in sc.arms]))
     weights = domain_weights(requests.domain, requests.domain_names)

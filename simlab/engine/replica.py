@@ -21,7 +21,6 @@ from simlab.engine.intake import Intake
 from simlab.engine.prefill import PrefillPart, allocate
 
 MAX_BLOCK_STEPS = 64
-LANDED = "landed"  # what an idle decode replica's wake-up says when a prompt's KV landed
 MIN_BLOCK_STEPS = 4  # a block re-plans when its inputs drift: shorter ones cost more than single steps
 
 
@@ -69,12 +68,16 @@ class Replica:
     def release_sent(self, request_id: int) -> None:
         """A prefill replica: the request's KV landed on its decode replica; a request waiting for KV may start."""
         self.kv.release(request_id)
-        if self.waiting and self._wake is not None and not self._wake.triggered:
-            self.clock_s = max(self.clock_s, self.env.now)
-            self._wake.succeed()
+        if self.waiting:
+            self.wake(self.env.now)
 
     def submit(self, request_id: int, now_s: float) -> None:
         self.waiting.append(request_id)
+        self.wake(now_s)
+
+    def wake(self, now_s: float) -> None:
+        """An idle replica starts an iteration at ``now_s`` (an arrival, or a landing that concerns it; the
+        simulation calls this once everything due at that time has been handled)."""
         if self._wake is not None and not self._wake.triggered:
             self.clock_s = max(self.clock_s, now_s)
             self._wake.succeed()
@@ -113,11 +116,6 @@ class Replica:
                 requests.admitted[request_id] = True
                 ctx.counters.cached_prompt_tokens += cached
 
-    def _landing_wake(self, wake, land_s: float) -> None:
-        if wake is self._wake and not wake.triggered:
-            self.clock_s = max(self.clock_s, land_s)
-            wake.succeed(LANDED)
-
     def _grow(self) -> None:
         """Paged KV: give every decoding request the blocks this iteration may write, preempting the newest
         running requests when none are free (docs/engine.md 6.2)."""
@@ -150,16 +148,10 @@ class Replica:
             self._admit()
             if self.intake is not None:  # requests whose KV has landed prefill the prompt's last token
                 self.prefilling += self.intake.landed(self.clock_s)
-            if not self.prefilling and not len(self.decode):
-                self._wake = wake = env.event()
-                if self.intake is not None and len(self.intake):  # nothing to compute until a KV lands
-                    land_s = self.intake.next_land_s()
-                    env.timeout(max(land_s - env.now, 0.0)).callbacks.append(
-                        lambda _event: self._landing_wake(wake, land_s))
-                woke = yield wake
+            if not self.prefilling and not len(self.decode):  # idle until an arrival or a landing wakes it
+                self._wake = env.event()
+                yield self._wake
                 self._wake = None
-                if woke == LANDED and self.ctx.start_gate is not None:  # ends and arrivals at this time first
-                    yield self.ctx.start_gate()
                 continue
             end_s, finish = self._iterate()
             self.in_flight_end_s = end_s

@@ -178,10 +178,12 @@ class ArmSimulation:
 
     def _dispatch(self, _event) -> None:
         self._dispatch_due = False
-        if self._pending_landings:  # their prefill replicas free the KV (one waiting for it may start)
+        if self._pending_landings:  # their prefill replicas free the KV; an idle decode replica starts
             landings, self._pending_landings = sorted(self._pending_landings), []
+            first_decode = self.decode_replicas[0].index
             for request_id in landings:
                 self.replicas[int(self._holder[request_id])].release_sent(request_id)
+                self.decode_replicas[int(self.log.replica[request_id]) - first_decode].wake(self.env.now)
         if self._pending_handoffs:  # to the decode pool, by request id
             handoffs, self._pending_handoffs = sorted(self._pending_handoffs), []
             decode = self.decode_replicas

@@ -4,15 +4,13 @@ P + D (hence GPUs) at which some prefill:decode split meets the SLA, and which s
 At each total N every split P = 1 .. N-1 is simulated (the SLA is two-sided in P: too few prefill replicas
 miss TTFT, too few decode replicas miss TPOT); N meets the SLA when some split does. Over N the search brackets
 and bisects as for ``engine.replicas`` (more replicas never hurt), so it simulates every split of a few totals.
-At the answer the split chosen is the one whose median user is fastest (ties: fewer prefill replicas).
+At the answer the split chosen is the one whose median user is fastest (ties: fewer prefill replicas). The
+search itself is the what-if's (whatif._search); this module says what a split is and what the answer holds.
 """
 
 from __future__ import annotations
 
-import json
-from typing import Any
-
-from simlab.studies.search import Answer, threshold_search
+from simlab.studies.search import Answer
 
 SPLIT_FIELD = "engine.disaggregation"
 DEFAULT_HIGH_FACTOR = 4  # without --high: up to 4 x the scenario's own total
@@ -29,31 +27,6 @@ def label(split: dict) -> str:
 
 def total_of(split: dict) -> int:
     return int(split["prefill_replicas"]) + int(split["decode_replicas"])
-
-
-def split_search(question, run_pairs) -> tuple[list, dict[int, Answer]]:
-    """Every arm's fewest replicas meeting the SLA; ``run_pairs(list of (arm, split))`` simulates a round and
-    returns its probes. Returns every probe and each arm's :class:`Answer` (its value: the total N)."""
-    searches = {arm: threshold_search(question.start, question.range) for arm in range(len(question.arm_labels))}
-    wanted = {arm: next(search) for arm, search in searches.items()}
-    probes: list = []
-    known: dict[tuple[int, str], Any] = {}
-    answers: dict[int, Answer] = {}
-    while wanted:
-        todo = [(arm, split) for arm, total in wanted.items() for split in splits(total)
-                if (arm, json.dumps(split)) not in known]
-        for probe in run_pairs(todo) if todo else []:
-            known[(probe.arm, json.dumps(probe.value))] = probe
-            probes.append(probe)
-        following: dict[int, Any] = {}
-        for arm, total in wanted.items():
-            meets = any(known[(arm, json.dumps(split))].meets for split in splits(total))
-            try:
-                following[arm] = searches[arm].send(meets)
-            except StopIteration as stop:
-                answers[arm] = stop.value
-        wanted = following
-    return probes, answers
 
 
 def best_split(probes: list, arm: int, total: int):

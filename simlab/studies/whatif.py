@@ -24,8 +24,8 @@ from simlab.studies.paths import check_path, get_path, set_path
 from simlab.studies.progress import StudyProgress
 from simlab.studies.search import FIND_DEFAULTS, Answer, SearchRange, threshold_search
 from simlab.studies.sla import SLA, check_metrics_known, parse_sla
-from simlab.studies.split_whatif import DEFAULT_HIGH_FACTOR, SPLIT_FIELD, answer_entry, label, split_search, \
-    total_of
+from simlab.studies.split_whatif import (DEFAULT_HIGH_FACTOR, SPLIT_FIELD, answer_entry, label as split_label,
+                                         splits, total_of)
 from simlab.studies.table_csv import csv_text, metric_columns
 
 WHATIF_KIND = "whatif"
@@ -177,7 +177,7 @@ def _prepare_split(question: WhatIf, resolved: dict, low, high) -> WhatIf:
 
 
 def _show(question: WhatIf, value: Any) -> str:
-    return label(value) if question.split else repr(value)
+    return split_label(value) if question.split else repr(value)
 
 
 def _validate_point(question: WhatIf, value: Any, option: str) -> None:
@@ -215,9 +215,7 @@ def run_whatif(question: WhatIf, out=None, *, executor: str = "local", workers: 
     with make_executor(executor, workers=workers, address=address) as pool:
         progress.start(0, label="probes")
         try:
-            if question.split:
-                probes, answers = split_search(question, lambda pairs: _run_pairs(question, pool, progress, pairs))
-            elif question.range:
+            if question.range:
                 probes, answers = _search(question, pool, progress)
             else:
                 probes, answers = _at(question, pool, progress), {}
@@ -232,11 +230,6 @@ def run_whatif(question: WhatIf, out=None, *, executor: str = "local", workers: 
 
             write_report(staging)
     return WhatIfOutcome(out_dir, document)
-
-
-def _run_round(question: WhatIf, pool, progress: StudyProgress, wanted: dict[int, Any]) -> list[Probe]:
-    """Simulate each wanted (arm -> value) pair, arms sharing a value in one run."""
-    return _run_pairs(question, pool, progress, list(wanted.items()))
 
 
 def _run_pairs(question: WhatIf, pool, progress: StudyProgress, pairs: list[tuple[int, Any]]) -> list[Probe]:
@@ -272,20 +265,24 @@ def _run_pairs(question: WhatIf, pool, progress: StudyProgress, pairs: list[tupl
 
 
 def _search(question: WhatIf, pool, progress: StudyProgress) -> tuple[list[Probe], dict[int, Answer]]:
+    """Every arm's threshold search, a round of probes at a time. A split search's value is a total of replicas,
+    probed at each of its splits, and it meets the SLA when one of them does (split_whatif.py)."""
+    expand = splits if question.split else (lambda value: [value])
     searches = {arm: threshold_search(question.start, question.range) for arm in range(len(question.arm_labels))}
     wanted = {arm: next(search) for arm, search in searches.items()}
     probes: list[Probe] = []
     known: dict[tuple[int, str], Probe] = {}
     answers: dict[int, Answer] = {}
     while wanted:
-        todo = {arm: v for arm, v in wanted.items() if (arm, json.dumps(v)) not in known}
-        for probe in _run_round(question, pool, progress, todo) if todo else []:
+        todo = [(arm, v) for arm, value in wanted.items() for v in expand(value) if (arm, json.dumps(v)) not in known]
+        for probe in _run_pairs(question, pool, progress, todo) if todo else []:
             known[(probe.arm, json.dumps(probe.value))] = probe
             probes.append(probe)
         following: dict[int, Any] = {}
         for arm, value in wanted.items():
             try:
-                following[arm] = searches[arm].send(known[(arm, json.dumps(value))].meets)
+                meets = any(known[(arm, json.dumps(v))].meets for v in expand(value))
+                following[arm] = searches[arm].send(meets)
             except StopIteration as stop:
                 answers[arm] = stop.value
         wanted = following
@@ -293,7 +290,7 @@ def _search(question: WhatIf, pool, progress: StudyProgress) -> tuple[list[Probe
 
 
 def _at(question: WhatIf, pool, progress: StudyProgress) -> list[Probe]:
-    return _run_round(question, pool, progress, {arm: question.at_value for arm in range(len(question.arm_labels))})
+    return _run_pairs(question, pool, progress, [(arm, question.at_value) for arm in range(len(question.arm_labels))])
 
 
 def whatif_document(question: WhatIf, probes: list[Probe], answers_by_arm: dict[int, Answer],
@@ -380,7 +377,7 @@ def probe_rows(question: WhatIf, probes: list[Probe]) -> tuple[list[str], list[l
     if question.split:  # the split as P:D, and its parts
         header = ["probe", question.field, "replicas", "prefill_replicas", "decode_replicas", "arm", "meets",
                   *metrics]
-        rows = [[i, label(p.value), total_of(p.value), p.value["prefill_replicas"], p.value["decode_replicas"],
+        rows = [[i, split_label(p.value), total_of(p.value), p.value["prefill_replicas"], p.value["decode_replicas"],
                  question.arm_labels[p.arm], p.meets, *(p.metrics.get(k) for k in metrics)]
                 for i, p in enumerate(probes)]
         return header, rows
