@@ -115,10 +115,11 @@ def stacks_markdown(data: dict) -> str:
 def engine_error_markdown(folder: Path = FOLDER) -> str:
     """docs/hardware.md's table of the error on engine measurements (engine_error.yaml's summary)."""
     document = yaml.safe_load((folder / "engine_error.yaml").read_text(encoding="utf-8"))
-    lines = ["| GPU | stack | precision | drafter | role | users | points | median error | worst error |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| GPU | stack | target | precision | drafter | role | users | points | median error | worst error |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for e in document["summary"]:
-        lines.append(f"| `{e['gpu']}` | `{e['stack']}` | {e['precision']} | {e['drafter']} | {e['role']} | "
+        lines.append(f"| `{e['gpu']}` | `{e['stack']}` | {e['target']} | {e['precision']} | {e['drafter']} | "
+                     f"{e['role']} | "
                      f"{e['users']} | "
                      f"{e['points']} | "
                      f"{_pct(e['median_abs_error'])} | {_pct(e['max_abs_error'])} |")
@@ -164,7 +165,19 @@ def markdown(data: dict) -> str:
             lines.append(f"| `{gpu}` | {item['id']} (simlab's own kernels, not an engine) | reference check | "
                          f"{item['points']} | {_pct(item['median_abs_rel_error'])} | "
                          f"{_pct(item['max_abs_rel_error'])} |")
-    return "\n".join(lines) + "\n\n" + stacks_markdown(data) + "\n\n" + engine_error_markdown()
+    return ("\n".join(lines) + "\n\n" + stacks_markdown(data) + "\n\n" + moe_markdown(data) + "\n\n"
+            + engine_error_markdown())
+
+
+def moe_markdown(data: dict) -> str:
+    """docs/hardware.md's table of the stacks' routed-expert latency (stage 4)."""
+    lines = ["| stack | moe_layer_overhead_s | standard error | fitted on | rms log residual |", "|---|---|---|---|---|"]
+    for stack, m in (data.get("moe") or {}).items():
+        fitted_on = (f"{len(m['fitted_on'])} records" if m["fitted_on"] else f"borrowed from `{m['borrowed']}`")
+        error = f"{m['standard_error'] * 1e6:.1f} µs" if "standard_error" in m else "–"
+        residual = f"{m['rms_log_residual']:.3f}" if "rms_log_residual" in m else "–"
+        lines.append(f"| `{stack}` | {m['moe_layer_overhead_s'] * 1e6:.1f} µs | {error} | {fitted_on} | {residual} |")
+    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:

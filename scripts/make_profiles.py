@@ -3,6 +3,7 @@
 
     python scripts/make_profiles.py            # refit hw_profiles/calibration/fitted.yaml, write hw_profiles/*.yaml
     python scripts/make_profiles.py --check    # exit 1 if the fit or any shipped file is missing or stale
+    python scripts/make_profiles.py --keep-fit # the profiles only, from the shipped fit
     python scripts/make_profiles.py --out DIR  # write the profiles somewhere else
 
 The fit comes from the measurements in hw_profiles/calibration/ (scripts/calibrate_hardware.py), the profiles from the fit.
@@ -29,10 +30,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=REPO / "hw_profiles", help="folder to write (default hw_profiles/)")
     parser.add_argument("--check", action="store_true", help="only report missing or stale files; exit 1 if any")
+    parser.add_argument("--keep-fit", action="store_true",
+                        help="regenerate the profiles from the shipped fit without refitting (a refit's last "
+                             "digits depend on the machine's SciPy and BLAS)")
     args = parser.parse_args(argv)
     from calibrate_hardware import FITTED, refit
 
-    _, fit_stale = refit(check=args.check)
+    fit_stale = False if args.keep_fit else refit(check=args.check)[1]
     stale = [str(FITTED.relative_to(REPO))] if fit_stale else []
     if fit_stale and not args.check:
         print(f"wrote {FITTED}")

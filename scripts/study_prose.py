@@ -45,18 +45,24 @@ def _first_below(thr: pd.DataFrame, arm: str, other: str):
     return below[0] if below else None
 
 
-def crossover() -> str:
-    table = _sweep("crossover").table
-    thr, user, verify = _pivot(table, THR), _pivot(table, USER), _pivot(table, VERIFY)
-    fixed = ["fixed-3", "fixed-5", "fixed-7"]
-    best = thr[fixed].idxmax(axis=1)
-    top = thr.index.max()
+def _best_runs(thr: pd.DataFrame, arms: list[str], prefix: str) -> list[str]:
+    """The best of ``arms`` (named ``PREFIX<gamma>``) by load, as runs: ``γ = 7 at 1-8``."""
+    best = thr[arms].idxmax(axis=1)
     runs, start = [], thr.index[0]
     for i, load in enumerate(thr.index):
         nxt = thr.index[i + 1] if i + 1 < len(thr.index) else None
         if nxt is None or best[nxt] != best[load]:
-            runs.append(f"{best[load].replace('fixed-', 'γ = ')} at {start}" + (f"-{load}" if load != start else ""))
+            runs.append(f"{best[load].replace(prefix, 'γ = ')} at {start}" + (f"-{load}" if load != start else ""))
             start = nxt
+    return runs
+
+
+def crossover() -> str:
+    table = _sweep("crossover").table
+    thr, user, verify = _pivot(table, THR), _pivot(table, USER), _pivot(table, VERIFY)
+    fixed = ["fixed-3", "fixed-5", "fixed-7"]
+    top = thr.index.max()
+    runs = _best_runs(thr, fixed, "fixed-")
     hw_below = _first_below(thr, "hardware-aware", "no-spec")
     adaptive_vs_best = thr["adaptive"] / thr[fixed].max(axis=1) - 1
     best_arm_top = thr.loc[top].drop("no-spec").idxmax()
@@ -82,36 +88,101 @@ def crossover() -> str:
     ])
 
 
+LAYOUTS = {"tp8": "tensor parallelism 8", "tp1 ep8": "eight attention groups with expert parallelism 8"}
+
+
+def _layout(facet: str) -> str:
+    """A facet title (``hardware=h200 deepseek-v3 fp8, tp8``) as the layout's name."""
+    for key, name in sorted(LAYOUTS.items(), key=lambda kv: -len(kv[0])):
+        if f", {key}" in facet:
+            return name
+    return facet
+
+
 def deepseek_sla() -> str:
     from simlab.studies import gains
 
     data = _sweep("deepseek-sla")
     doc = json.loads((REPO / "reports" / "deepseek-sla" / "sweep.json").read_text(encoding="utf-8"))
-    levels = list(doc.get("sla_user_tok_s") or [])
+    levels = [level for level in (doc.get("sla_user_tok_s") or []) if level <= 150]
     sla = gains.sla_table(data, levels, "mtp-1")
 
-    def gains_of(arm: str) -> str:
+    def gains_of(arm: str, facet: str) -> str:
         parts = []
         for level in levels:
-            row = sla[(sla["arm"] == arm) & (sla["level"] == level)].iloc[0]
-            base = sla[(sla["arm"] == "mtp-1") & (sla["level"] == level)].iloc[0]
+            rows = sla[(sla["facet"] == facet) & (sla["level"] == level)]
+            row, base = rows[rows["arm"] == arm].iloc[0], rows[rows["arm"] == "mtp-1"].iloc[0]
             if pd.isna(row[THR]):
                 parts.append(f"none at {level:g}")
             elif pd.isna(base[THR]):
-                parts.append(f"{int(row['load'])} users at {level:g} (MTP-1: none)")
+                parts.append(f"{row[THR]:,.0f} tokens/s per GPU at {level:g} (MTP-1: none)")
             else:
                 parts.append(f"{_pct(row['vs_baseline'])} at {level:g}")
         return ", ".join(parts)
 
-    thr = _pivot(data.table, THR)
-    hw_below = _first_below(thr, "dspark-5-hw", "no-spec")
-    return " ".join([
-        f"Against MTP-1, the best output tokens/s per GPU at a per-user speed SLA (tokens/s/user): DSpark γ = 5 with "
-        f"`async_topk` {gains_of('dspark-5-async')}; with `adaptive` {gains_of('dspark-5-adaptive')}; fixed "
-        f"{gains_of('dspark-5')}.",
-        (f"The hardware-aware arm gives less than no speculation from {hw_below} users on."
-         if hw_below is not None else "The hardware-aware arm never gives less than no speculation."),
-    ])
+    table = data.table
+    dspark = [a for a in data.arms if a.startswith("dspark-5") and a != "dspark-5-oracle"]
+
+    def best(arm: str, level: float) -> float:
+        mine = table[(table["arm"] == arm) & (table[USER] >= level)]
+        return float(mine[THR].max()) if len(mine) else float("nan")
+
+    def load_of(arm: str, level: float) -> int:
+        mine = table[(table["arm"] == arm) & (table[USER] >= level)]
+        return int(mine.loc[mine[THR].idxmax(), data.x])
+
+    either = []
+    for level in (35, 80):
+        top = max(dspark, key=lambda a: best(a, level))
+        name = top.replace("dspark-5-", "") if top != "dspark-5" else "fixed"
+        either.append(f"at {level} tokens/s/user DSpark with `{name}` gives {best(top, level):,.0f} output tokens/s "
+                      f"per GPU ({load_of(top, level)} users) against MTP-1's {best('mtp-1', level):,.0f} "
+                      f"({load_of('mtp-1', level)} users), {_pct(best(top, level) / best('mtp-1', level) - 1)}")
+    sentences = []
+    for facet, frame in data.facet_frames():
+        thr = _pivot(frame, THR)
+        hw_below = _first_below(thr, "dspark-5-hw", "no-spec")
+        sentences.append(
+            f"With {_layout(facet)}, against MTP-1 at a per-user speed SLA (tokens/s/user), the best output tokens/s "
+            f"per GPU of DSpark γ = 5 with `goodput` is {gains_of('dspark-5-goodput', facet)}; fixed "
+            f"{gains_of('dspark-5', facet)}; "
+            + (f"the hardware-aware arm gives less than no speculation from {hw_below} users on."
+               if hw_below is not None else "the hardware-aware arm never gives less than no speculation."))
+    return " ".join(sentences + [f"Taking the better layout for each arm, {either[0]}; {either[1]}."])
+
+
+INFERENCEX_TPOT_MS = {8: 12.8, 16: 17.2, 32: 25.6, 64: 34.6}  # issue #870, SGLang v0.5.7, 8 H200, 1k/1k
+
+
+def deepseek_concurrency() -> str:
+    data = _sweep("deepseek-concurrency")
+    frames = {_layout(facet): frame for facet, frame in data.facet_frames()}
+    tp8, dp8 = frames[LAYOUTS["tp8"]], frames[LAYOUTS["tp1 ep8"]]
+    tpot = _pivot(tp8, "median_tpot_ms")
+    against = ", ".join(f"{tpot.loc[u, 'no-spec']:.1f} ms against {ms} at {u} users" for u, ms in
+                        INFERENCEX_TPOT_MS.items())
+    sentences = [f"Without speculation at tensor parallelism 8 the median TPOT is {against} (InferenceX, fitted)."]
+    fixed = ["dspark-3", "dspark-5", "dspark-7"]
+    for name, frame in ((LAYOUTS["tp8"], tp8), (LAYOUTS["tp1 ep8"], dp8)):
+        thr = _pivot(frame, THR)
+        top = thr.index.max()
+        runs = _best_runs(thr, fixed, "dspark-")
+        adaptive = thr["adaptive"] / thr[fixed].max(axis=1) - 1
+        sentences.append(
+            f"With {name}: DSpark γ = 5 over MTP-1 {_pct(thr.loc[1, 'dspark-5'] / thr.loc[1, 'mtp-1'] - 1)} at one "
+            f"user, {_pct(thr.loc[64, 'dspark-5'] / thr.loc[64, 'mtp-1'] - 1)} at 64 and "
+            f"{_pct(thr.loc[top, 'dspark-5'] / thr.loc[top, 'mtp-1'] - 1)} at {top} (output tokens/s per GPU), over "
+            f"no speculation {_pct(thr.loc[top, 'dspark-5'] / thr.loc[top, 'no-spec'] - 1)} at {top}; the best fixed "
+            f"γ by users: {', '.join(runs)}; `goodput` {_pct(thr.loc[top, 'goodput'] / thr[fixed].max(axis=1).loc[top] - 1)}"
+            f" and `adaptive` {_pct(adaptive.loc[top])} against the best fixed γ at {top} users "
+            f"({_pct(adaptive.min())} to {_pct(adaptive.max())} over all loads).")
+    ratio = _pivot(dp8, THR) / _pivot(tp8, THR) - 1
+    top = ratio.index.max()
+    sentences.append(
+        f"Eight attention groups against tensor parallelism 8: {_pct(ratio.loc[1, 'no-spec'])} at one user and "
+        f"{_pct(ratio.loc[top, 'no-spec'])} at {top} without speculation, {_pct(ratio.loc[top, 'dspark-5'])} with "
+        f"DSpark γ = 5 at {top}.")
+    return " ".join(sentences)
 
 
 def capacity() -> str:
@@ -195,7 +266,8 @@ def disaggregation() -> str:
             "split of the same GPUs: " + "; ".join(out) + ".")
 
 
-STUDIES = {"crossover": crossover, "deepseek-sla": deepseek_sla, "capacity": capacity, "gpus": gpus,
+STUDIES = {"crossover": crossover, "deepseek-sla": deepseek_sla, "deepseek-concurrency": deepseek_concurrency,
+           "capacity": capacity, "gpus": gpus,
            "miscalibration": miscalibration, "disaggregation": disaggregation}
 
 

@@ -96,9 +96,16 @@ def test_deepseeks_mtp_layer_is_an_moe_layer_in_the_targets_precision():
     shape = cm.drafter.mtp_step
     model = cm.model
     assert shape.routed_bytes == model.num_experts * model.expert_params * 1 / 8  # every expert, FP8, split 8 ways
-    assert shape.weight_bytes == ((2 * model.hidden_size ** 2 + model.mlp_params_per_layer
+    # the rest of the layer: its projections, attention, router and shared expert (the chosen experts are read
+    # from routed_bytes, as many as its tokens touch)
+    chosen = model.experts_per_token * model.expert_params
+    assert shape.weight_bytes == ((2 * model.hidden_size ** 2 + model.mlp_params_per_layer - chosen
                                    + model.attention_params_per_layer) * 1
                                   + (model.lm_head_params + model.norm_params_per_layer) * BF16_BYTES) / 8
+    one_token = cm.drafter.autoregressive_step_s("mtp", 1)
+    assert one_token == pytest.approx(cm.device.forward_parts_s(
+        shape.weight_bytes + shape.routed_bytes * model.experts_per_token / model.num_experts, 0.0, 0.0,
+        shape.flops_per_token, 0.0, 1, shape.num_allreduces, model.hidden_size, shape.kernels), rel=1e-12)
     one, many = cm.draft_s("mtp", 1, 1), cm.draft_s("mtp", 1, 256)
     assert many > 2 * one  # 256 requests touch nearly all 256 experts; one request reads 8
     dense = build_roofline(RooflineHardware(kind="roofline", gpu="h100-sxm", model="qwen3-8b"))

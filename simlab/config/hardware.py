@@ -110,7 +110,10 @@ class RooflineHardware(StrictModel):
     ``precision`` the format of the decoder layers' weights and ``kv_precision`` the KV cache's. ``calibration``
     picks the efficiencies: ``auto`` (the default) the GPU's fit to public measurements for that stack, ``none``
     the constant efficiencies. Every tuning parameter given overrides the calibration's value; left out, it takes
-    the calibration's (or, with ``none``, the default documented in docs/hardware.md).
+    the calibration's (or, with ``none``, the default documented in docs/hardware.md). ``tensor_parallel`` splits
+    the model over that many GPUs; ``expert_parallel`` (a mixture of experts) places whole experts on that many,
+    with data-parallel attention groups of ``tensor_parallel`` GPUs when it is larger (docs/hardware.md, "Expert
+    parallelism").
     """
 
     kind: Literal["roofline"]
@@ -120,6 +123,7 @@ class RooflineHardware(StrictModel):
     precision: Literal["bf16", "fp8", "fp4"] = "bf16"
     kv_precision: Literal["bf16", "fp8"] = "bf16"
     tensor_parallel: PositiveInt = Field(default=1, le=64)
+    expert_parallel: PositiveInt = Field(default=1, le=1024)
     calibration: str = "auto"
     cuda_graph_buckets: Union[Literal["default", "none"], list[PositiveInt]] = "default"
     bw_efficiency: Optional[float] = Field(default=None, gt=0.0, le=1.0)
@@ -140,6 +144,9 @@ class RooflineHardware(StrictModel):
     quantized_efficiency: Optional[float] = Field(default=None, gt=0.0, le=1.0)
     prefill_efficiency: Optional[float] = Field(default=None, gt=0.0, le=1.0)
     draft_forward_overhead_s: Optional[NonNegativeFloat] = None
+    alltoall_latency_s: Optional[NonNegativeFloat] = None
+    alltoall_efficiency: Optional[float] = Field(default=None, gt=0.0, le=1.0)
+    moe_layer_overhead_s: Optional[NonNegativeFloat] = None
 
     @model_validator(mode="after")
     def _buckets(self) -> "RooflineHardware":

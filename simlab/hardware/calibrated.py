@@ -65,35 +65,40 @@ class CalibratedRooflineCostModel(RooflineCostModel):
 
     device_class = CalibratedDevice
 
-    def __init__(self, gpu: GpuSpec, model: ModelConfig, *, tensor_parallel: int = 1,
+    def __init__(self, gpu: GpuSpec, model: ModelConfig, *, tensor_parallel: int = 1, expert_parallel: int = 1,
                  params: RooflineParams = RooflineParams(), buckets: Buckets = Buckets(None)) -> None:
-        super().__init__(gpu, model, tensor_parallel=tensor_parallel, params=params, buckets=buckets)
+        super().__init__(gpu, model, tensor_parallel=tensor_parallel, expert_parallel=expert_parallel, params=params,
+                         buckets=buckets)
         device: CalibratedDevice = self.device  # type: ignore[assignment]
         tp = tensor_parallel
         head_bytes = model.lm_head_params * BF16_BYTES / tp
         self._body_weight_s = (self.weight_read_bytes - head_bytes) / device.matmul_bytes_per_s
         self._head_weight_s = head_bytes / device.bytes_per_s
         self._body_flop_token_s = 2.0 * model.always_read_matmul_params / tp / device.matmul_flop_per_s
-        if model.is_moe:  # the routed experts' FLOPs per token (their read is the base's _routed_read_s)
-            self._routed_flop_token_s = 2.0 * model.active_routed_params / tp / device.matmul_flop_per_s
         self._head_flop_token_s = 2.0 * model.lm_head_params / tp / device.flop_per_s
         self._elem_token_s = (model.num_layers * elementwise_bytes_per_token(model, tp) / device.elem_bytes_per_s)
         kernels = model.num_layers * (ELEMENTWISE_KERNELS_PER_LAYER + ATTENTION_KERNELS_PER_LAYER)
         self._fixed_s = self._ar_fixed_s + params.step_overhead_s + kernels * params.kernel_launch_s
+        if model.is_moe:
+            self._fixed_s += self._moe_fixed_s
         self._kv_token_s = self.kv_bytes_per_token / device.attn_bytes_per_s
         self._request_s = params.request_overhead_s
         self._width = device.width
 
     # ----------------------------------------------------------------------------------------- target forward
-    def _linear_s(self, tokens: float, head_tokens: float, flop_tokens: Optional[float] = None) -> float:
+    def _linear_s(self, tokens: float, head_tokens: float, flop_tokens: Optional[float] = None,
+                  routed_tokens: Optional[float] = None, routed_flop_tokens: Optional[float] = None) -> float:
         """Decoder-layer GEMMs over ``tokens`` (their FLOPs those of ``flop_tokens``, default ``tokens``), the LM
-        head over ``head_tokens``, and the per-token elementwise and all-reduce time."""
+        head over ``head_tokens``, the routed experts over the ``routed_tokens`` of every attention group (default
+        ``tokens``; FLOPs those of ``routed_flop_tokens``), and the per-token elementwise and communication time."""
         flop_tokens = tokens if flop_tokens is None else flop_tokens
         body = gemm_s(self._body_weight_s, self._body_flop_token_s * flop_tokens, tokens, self._width)
         head = gemm_s(self._head_weight_s, self._head_flop_token_s * head_tokens, head_tokens, self._width)
         if self._routed:
-            body += gemm_s(self._routed_read_s * float(self.routed_share(tokens)),
-                           self._routed_flop_token_s * flop_tokens, tokens, self._width)
+            routed = tokens if routed_tokens is None else routed_tokens
+            routed_flops = flop_tokens if routed_flop_tokens is None else routed_flop_tokens
+            body += gemm_s(self._routed_read_s * float(self.routed_share(routed)),
+                           self._routed_token_s * routed_flops, routed, self._width)
         return body + head + (self._elem_token_s + self._ar_token_s) * tokens
 
     def _attention_s(self, queries_per_request: float, context_tokens: float) -> float:
@@ -101,38 +106,39 @@ class CalibratedRooflineCostModel(RooflineCostModel):
             return 0.0
         return context_tokens * knee(self._kv_token_s, self._attn_pair_s * queries_per_request, self._width)
 
-    def _verify_one(self, b: float, padded: float, c: float, requests: float) -> float:
-        gpu = self._linear_s(padded, padded) + self._attention_s(b / requests, c)
+    def _verify_one(self, b: float, padded: float, c: float, requests: float, routed_tokens: float) -> float:
+        gpu = self._linear_s(padded, padded, None, routed_tokens) + self._attention_s(b / requests, c)
         return self._floored(gpu, padded) + self._fixed_s + self._request_s * requests
 
     def _verify_array(self, batch_tokens: Any, context_tokens: Any, num_requests: Any) -> np.ndarray:
-        b = np.asarray(batch_tokens, dtype=float)
-        c = np.asarray(context_tokens, dtype=float)
-        requests = np.maximum(np.asarray(num_requests, dtype=float), 1.0)
-        padded = self.buckets.pad_array(b)
+        b0 = np.asarray(batch_tokens, dtype=float)
+        b, padded, c, requests, routed = self._grouped_array(
+            b0, np.asarray(context_tokens, dtype=float), np.maximum(np.asarray(num_requests, dtype=float), 1.0))
         linear = (gemm_array(self._body_weight_s, self._body_flop_token_s * padded, padded, self._width)
                   + gemm_array(self._head_weight_s, self._head_flop_token_s * padded, padded, self._width)
                   + (self._elem_token_s + self._ar_token_s) * padded)
         if self._routed:
-            linear = linear + gemm_array(self._routed_read_s * self.routed_share(padded),
-                                         self._routed_flop_token_s * padded, padded, self._width)
+            linear = linear + gemm_array(self._routed_read_s * self.routed_share(routed),
+                                         self._routed_token_s * routed, routed, self._width)
         attention = np.maximum(c, 0.0) * knee_array(self._kv_token_s, self._attn_pair_s * (b / requests), self._width)
         cost = self._floored_array(linear + attention, padded) + self._fixed_s + self._request_s * requests
-        return np.where(b > 0, cost, 0.0)
+        return np.where(b0 > 0, cost, 0.0)
 
     def step_s(self, decode_tokens: int, context_tokens: float, num_requests: int, prefill_tokens: int = 0,
                prefill_attn_pairs: float = 0.0) -> float:
         if prefill_tokens <= 0:
             return self.verify_s(decode_tokens, context_tokens, num_requests)  # type: ignore[return-value]
-        d, c = float(decode_tokens), float(context_tokens)
-        requests = max(float(num_requests), 1.0) if d > 0 else 0.0
+        d, c, r, p, pairs, routed = self._mixed_group(decode_tokens, context_tokens, num_requests, prefill_tokens,
+                                                      prefill_attn_pairs)
+        requests = max(r, 1.0) if d > 0 else 0.0
         attention = self._attention_s(d / requests, c) if d > 0 else 0.0
         # logits only for the decode tokens and, of a prefill chunk, its last token
         head_tokens = d if d > 0 else 1.0
         # a prefill chunk's FLOPs (GEMMs and causal attention) run at prefill_efficiency of the decode GEMMs' rate
         scale = 1.0 / self.params.prefill_efficiency
-        gpu = (self._linear_s(d + prefill_tokens, head_tokens, d + prefill_tokens * scale) + attention
-               + self._attn_pair_s * float(prefill_attn_pairs) * scale)
+        gpu = (self._linear_s(d + p, head_tokens, d + p * scale,
+                              routed, routed - prefill_tokens + prefill_tokens * scale) + attention
+               + self._prefill_pair_s * pairs * scale)
         return max(gpu, self._launch_floor_s) + self._fixed_s + self._request_s * (requests + 1.0)
 
     # ----------------------------------------------------------------------------------------- provenance

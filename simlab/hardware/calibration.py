@@ -87,6 +87,8 @@ def fitted_values(gpu: str, stack: str, *, file: Optional[str] = None, field: st
         raise InputError(problem, file=file, field=field, value=stack, valid=", ".join(known) or "calibration: none")
     values = {name: float(entry["parameters"][name]) for name in FITTED_PARAMETERS}
     values.update({name: float(entry["stacks"][stack][name]) for name in STACK_PARAMETERS})
+    # stage 4: the stack's routed-expert kernels (one value for every GPU; 0 where the fit has none)
+    values["moe_layer_overhead_s"] = float(((fitted.get("moe") or {}).get(stack) or {}).get("moe_layer_overhead_s", 0.0))
     values["calibration"] = f"{gpu}/{stack}"
     return values
 

@@ -17,11 +17,13 @@ Each forward pays ``kernel_launch_s`` per kernel, and the stack's host time per 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Optional
 
 from simlab.hardware.base import check_method
 from simlab.hardware.device import Device, RooflineParams, kv_heads_per_gpu
+from simlab.hardware.moe_layout import AllToAll, MoeLayout
 from simlab.hardware.precision import KV_BYTES, WEIGHT_BYTES
-from simlab.hardware.specs import BF16_BYTES, ModelConfig, expected_experts
+from simlab.hardware.specs import BF16_BYTES, ModelConfig
 
 LAYER_KERNELS = 9  # norm, qkv, q/k-norm+rope, attention, o-proj, add+norm, gate-up, activation, down
 LM_HEAD_KERNELS = 1
@@ -44,29 +46,38 @@ class ForwardShape:
     logit_bytes_per_request: float = 0.0
     num_allreduces: int = 0
     kernels: int = 0
-    # a mixture-of-experts layer (DeepSeek's MTP module): every routed expert's bytes, of which ``weight_bytes``
-    # already counts the experts_per_token one token reads; more tokens read the expected distinct experts
+    # a mixture-of-experts layer (DeepSeek's MTP module): a GPU's share of every routed expert's bytes, not in
+    # ``weight_bytes``; a step reads the share its tokens route to on the busiest GPU (MoeLayout.routed_share), and
+    # with data-parallel attention its tokens move by all-to-all
     routed_bytes: float = 0.0
-    experts: tuple[int, int] = (0, 0)  # (num_experts, experts_per_token)
+    alltoall: Optional[AllToAll] = None
+    moe_layer_overhead_s: float = 0.0
 
     def time_s(self, device: Device, hidden_size: int, tokens: float, num_requests: float,
-               context_tokens: float) -> float:
+               context_tokens: float, layout: Optional[MoeLayout] = None, routed_scale: float = 1.0) -> float:
+        """One forward over ``tokens`` tokens of ``num_requests`` requests; an MoE layer's experts see
+        ``tokens x routed_scale`` (every attention group's)."""
         queries_per_request = tokens / max(num_requests, 1.0)
         attn_flops = self.attn_flops_per_query_context * queries_per_request * context_tokens
         weight_bytes = self.weight_bytes
-        if self.routed_bytes:
-            num_experts, k = self.experts
-            weight_bytes += self.routed_bytes * (float(expected_experts(tokens, num_experts, k)) - k) / num_experts
+        extra_s = 0.0
+        if self.routed_bytes and layout is not None:
+            weight_bytes += self.routed_bytes * float(layout.routed_share(tokens * routed_scale))
+            extra_s = self.moe_layer_overhead_s
+            if self.alltoall is not None:
+                extra_s += self.alltoall.layer_s(tokens / device.tp)
         return device.forward_parts_s(weight_bytes, self.kv_bytes_per_context_token * context_tokens,
                                       self.logit_bytes_per_request * num_requests, self.flops_per_token * tokens,
-                                      attn_flops, tokens, self.num_allreduces, hidden_size, self.kernels)
+                                      attn_flops, tokens, self.num_allreduces, hidden_size, self.kernels) + extra_s
 
 
 class RooflineDrafter:
     """Drafter seconds per engine step for each method, on a :class:`Device`."""
 
-    def __init__(self, model: ModelConfig, device: Device, params: RooflineParams) -> None:
+    def __init__(self, model: ModelConfig, device: Device, params: RooflineParams,
+                 layout: Optional[MoeLayout] = None) -> None:
         self.model, self.device, self.params = model, device, params
+        self.layout = layout = layout or MoeLayout(device.tp)
         tp = device.tp
         h = model.hidden_size
         qkv_width = (model.num_heads + 2 * model.num_kv_heads) * model.head_dim
@@ -95,14 +106,20 @@ class RooflineDrafter:
         self.mtp_step = shape(mtp_matmul, norms, 1, ar_kernels + PROJECTION_KERNELS)
         if model.is_moe or params.precision != "bf16":
             # the model's own MTP layer: its matmuls in the target's precision (the LM head stays bf16) and, for a
-            # mixture of experts, one MoE layer reading the experts its tokens route to
-            body = 2 * h * h + layer_matmul
+            # mixture of experts, one MoE layer reading the experts its tokens route to over the experts' holders
             routed = model.num_experts * model.expert_params if model.is_moe else 0
+            chosen = model.experts_per_token * model.expert_params if model.is_moe else 0
+            body = 2 * h * h + layer_matmul - chosen
+            bytes_per_param = WEIGHT_BYTES[params.precision]
+            alltoall = (AllToAll.build(layout, model, params.precision, device.gpu.nvlink_bytes_per_s,
+                                       params.alltoall_latency_s, params.alltoall_efficiency)
+                        if layout.uses_alltoall else None)
             self.mtp_step = replace(
                 self.mtp_step,
-                weight_bytes=(body * WEIGHT_BYTES[params.precision] + (model.lm_head_params + norms) * BF16_BYTES) / tp,
-                routed_bytes=routed * WEIGHT_BYTES[params.precision] / tp,
-                experts=(model.num_experts, model.experts_per_token))
+                weight_bytes=(body * bytes_per_param + (model.lm_head_params + norms) * BF16_BYTES) / tp,
+                routed_bytes=routed * bytes_per_param / layout.expert_holders,
+                num_allreduces=1 if alltoall else self.mtp_step.num_allreduces,
+                alltoall=alltoall, moe_layer_overhead_s=params.moe_layer_overhead_s if model.is_moe else 0.0)
         layers = params.draft_layers
         block_matmul = layers * layer_matmul + DFLASH_FUSED_LAYERS * h * h + model.lm_head_params
         self.parallel_block = shape(block_matmul, layers * norms, layers,
@@ -127,13 +144,16 @@ class RooflineDrafter:
             kernels=HEAD_STEP_KERNELS,
         )
 
-    def _time(self, shape: ForwardShape, tokens: float, num_requests: float, context_tokens: float) -> float:
-        return shape.time_s(self.device, self.model.hidden_size, tokens, num_requests, context_tokens)
+    def _time(self, shape: ForwardShape, tokens: float, num_requests: float, context_tokens: float,
+              routed_scale: float = 1.0) -> float:
+        return shape.time_s(self.device, self.model.hidden_size, tokens, num_requests, context_tokens, self.layout,
+                            routed_scale)
 
-    def autoregressive_step_s(self, method: str, num_requests: float, context_tokens: float = 0.0) -> float:
+    def autoregressive_step_s(self, method: str, num_requests: float, context_tokens: float = 0.0,
+                              routed_scale: float = 1.0) -> float:
         """One sequential drafter forward (eagle3 or mtp) for ``num_requests`` requests."""
         step = self.eagle3_step if method == "eagle3" else self.mtp_step
-        return self._time(step, num_requests, num_requests, context_tokens)
+        return self._time(step, num_requests, num_requests, context_tokens, routed_scale)
 
     def autoregressive_round_s(self, method: str, num_requests: float) -> float:
         """Once-per-round work of an autoregressive drafter (EAGLE-3's feature fusion; none for MTP)."""
@@ -147,16 +167,16 @@ class RooflineDrafter:
         """One DSpark sequential-head position for ``num_requests`` rows."""
         return self._time(self.head_step, num_requests, num_requests, 0.0)
 
-    def tree_draft_s(self, method: str, depth: int, topk: int, num_requests: int, context_tokens: float = 0.0
-                     ) -> float:
+    def tree_draft_s(self, method: str, depth: int, topk: int, num_requests: float, context_tokens: float = 0.0,
+                     routed_scale: float = 1.0) -> float:
         """One draft tree's round: the fusion, a forward over the R roots, ``depth - 1`` over R x topk frontier
         nodes (each attends its request's context), and the host time of each forward."""
         if num_requests <= 0 or depth <= 0:
             return 0.0
         r, c = float(num_requests), float(context_tokens)
         step = self.eagle3_step if method == "eagle3" else self.mtp_step
-        frontier = (depth - 1) * self._time(step, r * topk, r, c) if depth > 1 else 0.0
-        return (self.autoregressive_round_s(method, r) + self._time(step, r, r, c) + frontier
+        frontier = (depth - 1) * self._time(step, r * topk, r, c, routed_scale) if depth > 1 else 0.0
+        return (self.autoregressive_round_s(method, r) + self._time(step, r, r, c, routed_scale) + frontier
                 + depth * self.params.draft_forward_overhead_s)
 
     def kv_bytes_per_token(self, method: str) -> float:
@@ -174,15 +194,18 @@ class RooflineDrafter:
         t = float(tokens)
         return self._time(shape, t, 1.0, t / 2.0) + self.params.draft_forward_overhead_s
 
-    def draft_s(self, method: str, gamma: int, num_requests: int, context_tokens: float = 0.0) -> float:
-        """Drafter seconds per step: see the module docstring for each method's shape."""
+    def draft_s(self, method: str, gamma: int, num_requests: float, context_tokens: float = 0.0,
+                routed_scale: float = 1.0) -> float:
+        """Drafter seconds per step: see the module docstring for each method's shape. ``routed_scale``: the
+        replica's requests per request of this attention group (an MoE MTP layer's experts see them all)."""
         if method == "none" or gamma <= 0 or num_requests <= 0:
             check_method(method)
             return 0.0
         r, c = float(num_requests), float(context_tokens)
         host = self.params.draft_forward_overhead_s  # per drafter forward the engine launches
         if method in ("eagle3", "mtp"):
-            return (gamma * self.autoregressive_step_s(method, r, c) + self.autoregressive_round_s(method, r)
+            return (gamma * self.autoregressive_step_s(method, r, c, routed_scale)
+                    + self.autoregressive_round_s(method, r)
                     + gamma * host)
         if method == "dflash":
             return self.parallel_block_s(r * gamma, r, c) + host

@@ -6,15 +6,16 @@ from typing import Any
 
 
 def gpus_per_replica(description: dict[str, Any]) -> int:
-    """The tensor-parallel degree a cost model's ``describe()`` records, else 1.
+    """The GPUs a cost model's ``describe()`` records (``num_gpus`` of an expert-parallel roofline, else the
+    tensor-parallel degree), else 1.
 
     A roofline records ``tensor_parallel``; a table records it where its provenance says so (the shipped
     ``*-tp4``/``*-tp8`` profiles were exported from a roofline and keep its ``source.tensor_parallel``; a
     measured profile may give ``tensor_parallel`` at the top of its provenance). A table that says nothing ran
     on one GPU as far as simlab can tell.
     """
-    if description.get("kind") == "roofline":
-        return _positive_int(description.get("tensor_parallel"))
+    if description.get("kind") == "roofline":  # with expert parallelism, every GPU of the layout
+        return _positive_int(description.get("num_gpus", description.get("tensor_parallel")))
     provenance = description.get("provenance")
     if not isinstance(provenance, dict):
         return 1

@@ -8,11 +8,14 @@ CUDA-graph buckets) whose requests hold C context tokens in total, R requests:
     step    = max(memory, compute) + all-reduce(Bp) + step_overhead_s
 
 (bytes, FLOPs and heads divided by tp). Prefill tokens add matmul FLOPs (no LM head) and attention FLOPs from
-the query-key pairs they compute.
+the query-key pairs they compute. A mixture of experts reads the routed experts its tokens touch, and with
+``expert_parallel`` (:mod:`simlab.hardware.moe_layout`) the step is its busiest GPU's: data-parallel attention
+groups each run their own requests, the experts see every group's tokens, and tokens move by all-to-all.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any, Optional
 
 import numpy as np
@@ -27,8 +30,9 @@ from simlab.hardware.device import (
     kv_heads_per_gpu,
 )
 from simlab.hardware.drafters import LAYER_KERNELS, LM_HEAD_KERNELS, SAMPLING_KERNELS, RooflineDrafter
+from simlab.hardware.moe_layout import AllToAll, MoeLayout
 from simlab.hardware.precision import KV_BYTES, WEIGHT_BYTES
-from simlab.hardware.specs import GpuSpec, ModelConfig, expected_experts
+from simlab.hardware.specs import GpuSpec, ModelConfig
 
 
 def target_kernels(model: ModelConfig) -> int:
@@ -50,36 +54,63 @@ class RooflineCostModel(CostModel):
         model: ModelConfig,
         *,
         tensor_parallel: int = 1,
+        expert_parallel: int = 1,
         params: RooflineParams = RooflineParams(),
         buckets: Buckets = Buckets(None),
     ) -> None:
         self.gpu, self.model, self.tp, self.params, self.buckets = gpu, model, tensor_parallel, params, buckets
-        self.name = f"{gpu.name}_{model.name}" + (f"-tp{tensor_parallel}" if tensor_parallel > 1 else "")
+        self.ep = expert_parallel
+        self.layout = layout = MoeLayout.of(model, tensor_parallel, expert_parallel)
+        self.groups = layout.attention_groups  # data-parallel attention groups (1 without expert parallelism)
+        self.num_gpus = layout.num_gpus
+        self.name = (f"{gpu.name}_{model.name}" + (f"-tp{tensor_parallel}" if tensor_parallel > 1 else "")
+                     + (f"-ep{expert_parallel}" if expert_parallel > 1 else ""))
         self.device = device = self.device_class(gpu, tensor_parallel, params)
         tp = tensor_parallel
         self.weight_bytes_per_param = WEIGHT_BYTES[params.precision]
         self.weight_bytes = model.weight_bytes_at(self.weight_bytes_per_param)  # every parameter, all GPUs
+        routed_bytes = model.routed_expert_params * self.weight_bytes_per_param
+        holders = layout.expert_holders
+        # per GPU: the routed experts over their holders, everything else split tp ways
+        self.weight_bytes_per_gpu = (self.weight_bytes / tp if expert_parallel == 1
+                                     else (self.weight_bytes - routed_bytes) / tp + routed_bytes / holders)
         self.weight_read_bytes = model.read_bytes_at(self.weight_bytes_per_param) / tp  # per GPU, per forward
         self.kv_bytes_per_token = model.kv_bytes_per_token(kv_heads_per_gpu(model, tp), KV_BYTES[params.kv_precision])
         body_bytes = model.always_read_matmul_params * self.weight_bytes_per_param / tp
         self._mem_fixed_s = (body_bytes / device.matmul_bytes_per_s
                              + (self.weight_read_bytes - body_bytes) / device.bytes_per_s)
-        # a mixture of experts reads the routed experts its tokens route to (expected_experts), tensor-parallel
+        # a mixture of experts reads the routed experts its tokens route to (MoeLayout.routed_share) and multiplies
+        # each token through its k experts: per token of the whole replica, on the busiest of the experts' holders
         self._routed = model.is_moe
-        self._routed_read_s = (model.routed_expert_params * self.weight_bytes_per_param / tp / device.matmul_bytes_per_s
-                               if model.is_moe else 0.0)
+        self._routed_read_s = routed_bytes / holders / device.matmul_bytes_per_s if model.is_moe else 0.0
+        self._routed_token_s = (2.0 * model.active_routed_params / holders / device.matmul_flop_per_s
+                                if model.is_moe else 0.0)
         self._mem_per_context_s = self.kv_bytes_per_token / device.bytes_per_s
-        self._decode_token_s = (2.0 * model.body_matmul_params / tp / device.matmul_flop_per_s
+        non_routed = model.always_read_matmul_params if model.is_moe else model.body_matmul_params
+        self._decode_token_s = (2.0 * non_routed / tp / device.matmul_flop_per_s
                                 + 2.0 * model.lm_head_params / tp / device.flop_per_s)
-        self._prefill_token_s = 2.0 * model.body_matmul_params / tp / device.matmul_flop_per_s
+        self._prefill_token_s = 2.0 * non_routed / tp / device.matmul_flop_per_s
         self._attn_pair_s = 1.0 * model.num_layers * model.attention_flops_per_pair / tp / device.flop_per_s
-        self._ar_fixed_s, self._ar_token_s = device.allreduce_coefficients(2 * model.num_layers, model.hidden_size)
+        self._prefill_pair_s = 1.0 * model.num_layers * model.prefill_attention_flops_per_pair / tp / device.flop_per_s
+        # communication: all-reduces within the tensor-parallel group (two a layer; with data-parallel attention one
+        # a layer and one a dense MLP, the MoE layers' tokens moving by all-to-all instead)
+        num_allreduces = (model.num_layers + model.num_dense_layers) if layout.uses_alltoall else 2 * model.num_layers
+        self._ar_fixed_s, self._ar_token_s = device.allreduce_coefficients(num_allreduces, model.hidden_size)
+        self.alltoall = AllToAll.build(layout, model, params.precision, gpu.nvlink_bytes_per_s,
+                                       params.alltoall_latency_s, params.alltoall_efficiency)
+        if layout.uses_alltoall:  # each GPU of a group sends its 1/tp share of the group's tokens
+            self._ar_fixed_s += model.num_moe_layers * self.alltoall.latency_s
+            self._ar_token_s += model.num_moe_layers * self.alltoall.s_per_token / tp
+        # the routed-expert kernels' fixed time, once per MoE layer of every forward
+        self._moe_fixed_s = model.num_moe_layers * params.moe_layer_overhead_s
         self._fixed_s = self._ar_fixed_s + params.step_overhead_s
+        if model.is_moe:
+            self._fixed_s += self._moe_fixed_s
         # outside a CUDA graph (above the largest captured size, or a stack without graphs) a forward cannot be
         # faster than the host launching its kernels one by one
         self._launch_floor_s = params.host_launch_s * target_kernels(model)
         self._graph_limit = buckets.largest
-        self.drafter = RooflineDrafter(model, device, params)
+        self.drafter = RooflineDrafter(model, device, params, layout)
         self._kv_cache_tokens = self._capacity_tokens()
 
     # ----------------------------------------------------------------------------------------- target forward
@@ -91,14 +122,27 @@ class RooflineCostModel(CostModel):
         b = float(batch_tokens)
         if b <= 0:
             return 0.0
-        return self._verify_one(b, self.buckets.pad(b), float(context_tokens), max(float(num_requests), 1.0))
+        c, requests = float(context_tokens), max(float(num_requests), 1.0)
+        if self.groups == 1:
+            padded = self.buckets.pad(b)
+            return self._verify_one(b, padded, c, requests, padded)
+        share = self._busiest_group_share(requests)
+        padded = self.buckets.pad(b * share)  # the busiest group's tokens, padded to its bucket
+        return self._verify_one(b * share, padded, c * share, requests * share, padded / share)
+
+    def _busiest_group_share(self, requests: Any) -> Any:
+        """The share of a step's requests (and, at equal lengths, of its tokens and context) that the busiest of
+        the data-parallel attention groups holds: ceil(R / D) of R."""
+        if isinstance(requests, np.ndarray):
+            return np.ceil(requests / self.groups) / requests
+        return math.ceil(requests / self.groups) / requests
 
     def routed_share(self, tokens: ArrayOrFloat) -> ArrayOrFloat:
-        """The fraction of the routed experts a step of ``tokens`` tokens reads (0 for a dense model)."""
+        """The fraction of a GPU's routed experts the busiest GPU reads when the replica's step routes ``tokens``
+        tokens (0 for a dense model): :meth:`~simlab.hardware.moe_layout.MoeLayout.routed_share`."""
         if not self._routed:
             return 0.0
-        m = self.model
-        return expected_experts(tokens, m.num_experts, m.experts_per_token) / m.num_experts
+        return self.layout.routed_share(tokens)
 
     def _floored(self, gpu_s: float, padded: float) -> float:
         """A forward's GPU time ``gpu_s``, at least the host launch floor when ``padded`` tokens run outside a CUDA
@@ -113,27 +157,53 @@ class RooflineCostModel(CostModel):
             return np.where(padded > self._graph_limit, np.maximum(gpu_s, self._launch_floor_s), gpu_s)
         return gpu_s
 
-    def _verify_one(self, b: float, padded: float, c: float, requests: float) -> float:
-        """One decode-only forward: ``b`` > 0 tokens (``padded`` to its bucket), ``c`` context, ``requests`` >= 1."""
+    def _verify_one(self, b: float, padded: float, c: float, requests: float, routed_tokens: float) -> float:
+        """One decode-only forward on the busiest GPU: ``b`` > 0 tokens of its group (``padded`` to its bucket),
+        ``c`` context, ``requests`` >= 1; ``routed_tokens`` the tokens every group sends to the experts."""
         queries_per_request = b / requests
         memory = self._mem_fixed_s + self._mem_per_context_s * c
-        if self._routed:
-            memory += self._routed_read_s * float(self.routed_share(padded))
         compute = self._decode_token_s * padded + self._attn_pair_s * queries_per_request * c
+        if self._routed:
+            memory += self._routed_read_s * float(self.routed_share(routed_tokens))
+            compute += self._routed_token_s * routed_tokens
         gpu = memory if memory > compute else compute
         return self._floored(gpu, padded) + self._ar_token_s * padded + self._fixed_s
 
+    def _grouped_array(self, b: np.ndarray, c: np.ndarray, requests: np.ndarray
+                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(tokens, padded, context, requests) of the busiest group, and the tokens routed to the experts."""
+        if self.groups == 1:
+            padded = self.buckets.pad_array(b)
+            return b, padded, c, requests, padded
+        share = self._busiest_group_share(requests)
+        padded = self.buckets.pad_array(b * share)
+        return b * share, padded, c * share, requests * share, padded / share
+
     def _verify_array(self, batch_tokens: Any, context_tokens: Any, num_requests: Any) -> np.ndarray:
-        b = np.asarray(batch_tokens, dtype=float)
-        c = np.asarray(context_tokens, dtype=float)
-        padded = self.buckets.pad_array(b)
-        queries_per_request = b / np.maximum(np.asarray(num_requests, dtype=float), 1.0)
+        b0 = np.asarray(batch_tokens, dtype=float)
+        b, padded, c, requests, routed = self._grouped_array(
+            b0, np.asarray(context_tokens, dtype=float), np.maximum(np.asarray(num_requests, dtype=float), 1.0))
+        queries_per_request = b / requests
         memory = self._mem_fixed_s + self._mem_per_context_s * c
-        if self._routed:
-            memory = memory + self._routed_read_s * self.routed_share(padded)
         compute = self._decode_token_s * padded + self._attn_pair_s * queries_per_request * c
+        if self._routed:
+            memory = memory + self._routed_read_s * self.routed_share(routed)
+            compute = compute + self._routed_token_s * routed
         cost = self._floored_array(np.maximum(memory, compute), padded) + self._ar_token_s * padded + self._fixed_s
-        return np.where(b > 0, cost, 0.0)
+        return np.where(b0 > 0, cost, 0.0)
+
+    def _mixed_group(self, decode_tokens: int, context_tokens: float, num_requests: int, prefill_tokens: int,
+                     prefill_attn_pairs: float) -> tuple[float, float, float, float, float, float]:
+        """A mixed step's busiest group: its decode tokens, context and requests, its prefill tokens and their
+        attention pairs, and the tokens all groups route to the experts. With data-parallel attention each group
+        prefills its own requests within its share of the step's token budget (SGLang divides the chunked-prefill
+        size by the data-parallel size), so the prefill is spread evenly over the groups."""
+        d, c, r = float(decode_tokens), float(context_tokens), float(num_requests)
+        p, pairs = float(prefill_tokens), float(prefill_attn_pairs)
+        if self.groups == 1:
+            return d, c, r, p, pairs, d + p
+        share = float(self._busiest_group_share(r)) if r > 0 else 0.0
+        return d * share, c * share, r * share, p / self.groups, pairs / self.groups, d + p
 
     def step_s(
         self,
@@ -145,22 +215,28 @@ class RooflineCostModel(CostModel):
     ) -> float:
         if prefill_tokens <= 0:
             return self.verify_s(decode_tokens, context_tokens, num_requests)  # type: ignore[return-value]
-        d, c = float(decode_tokens), float(context_tokens)
-        queries_per_request = d / max(float(num_requests), 1.0)
+        d, c, r, p, pairs, routed = self._mixed_group(decode_tokens, context_tokens, num_requests, prefill_tokens,
+                                                      prefill_attn_pairs)
+        queries_per_request = d / max(r, 1.0)
         memory = self._mem_fixed_s + self._mem_per_context_s * c
-        if self._routed:
-            memory += self._routed_read_s * float(self.routed_share(d + prefill_tokens))
+        efficiency = self.params.prefill_efficiency
         compute = (
             self._decode_token_s * d
             + self._attn_pair_s * queries_per_request * c
-            + (self._prefill_token_s * prefill_tokens + self._attn_pair_s * float(prefill_attn_pairs))
-            / self.params.prefill_efficiency
+            + (self._prefill_token_s * p + self._prefill_pair_s * pairs) / efficiency
         )
-        return (max(memory, compute, self._launch_floor_s) + self._ar_token_s * (d + prefill_tokens)
-                + self._fixed_s)
+        if self._routed:
+            memory += self._routed_read_s * float(self.routed_share(routed))
+            compute += (self._routed_token_s * (routed - prefill_tokens)
+                        + self._routed_token_s * prefill_tokens / efficiency)
+        return (max(memory, compute, self._launch_floor_s) + self._ar_token_s * (d + p) + self._fixed_s)
 
     # ----------------------------------------------------------------------------------------- drafter
     def draft_s(self, method: str, gamma: int, num_requests: int, context_tokens: float = 0.0) -> float:
+        if self.groups > 1 and num_requests > 0:  # each attention group drafts for its own requests
+            share = float(self._busiest_group_share(float(num_requests)))
+            return self.drafter.draft_s(method, gamma, num_requests * share, context_tokens * share,  # type: ignore
+                                        routed_scale=1.0 / share)
         return self.drafter.draft_s(method, gamma, num_requests, context_tokens)
 
     # ----------------------------------------------------------------------------------------- memory
@@ -171,17 +247,23 @@ class RooflineCostModel(CostModel):
 
     def _kv_budget_bytes(self) -> float:
         usable = self.params.gpu_memory_utilization * self.gpu.memory_bytes
-        return usable - self.weight_bytes / self.tp - self.activation_reserve_bytes()
+        return usable - self.weight_bytes_per_gpu - self.activation_reserve_bytes()
 
     def _capacity_tokens(self) -> int:
+        """KV tokens one replica holds: a whole number of blocks per attention group, each group holding its own
+        requests' KV."""
         tokens = int(self._kv_budget_bytes() // self.kv_bytes_per_token)
-        return tokens // KV_BLOCK_TOKENS * KV_BLOCK_TOKENS
+        return tokens // KV_BLOCK_TOKENS * KV_BLOCK_TOKENS * self.groups
 
     def kv_cache_tokens(self) -> Optional[int]:
         return self._kv_cache_tokens
 
     def tree_draft_s(self, method: str, depth: int, topk: int, num_requests: int,
                      context_tokens: float = 0.0) -> Optional[float]:
+        if self.groups > 1 and num_requests > 0:
+            share = float(self._busiest_group_share(float(num_requests)))
+            return self.drafter.tree_draft_s(method, depth, topk, num_requests * share,  # type: ignore[arg-type]
+                                             context_tokens * share, routed_scale=1.0 / share)
         return self.drafter.tree_draft_s(method, depth, topk, num_requests, context_tokens)
 
     def draft_kv_bytes_per_token(self, method: str) -> Optional[float]:
@@ -196,7 +278,7 @@ class RooflineCostModel(CostModel):
     @property
     def crossover_tokens(self) -> float:
         """Batch tokens where compute time equals memory time at context 0 (without bucket padding)."""
-        return self._mem_fixed_s / self._decode_token_s
+        return self._mem_fixed_s / (self._decode_token_s + self._routed_token_s)
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -205,10 +287,14 @@ class RooflineCostModel(CostModel):
             "gpu": self.gpu.name,
             "model": self.model.name,
             "tensor_parallel": self.tp,
+            # with expert parallelism: the layout and the replica's GPUs (per-GPU metrics divide by num_gpus)
+            **({"expert_parallel": self.ep, "attention_groups": self.groups, "num_gpus": self.num_gpus}
+               if self.ep > 1 else {}),
             "parameters": self.params.as_dict(),
             "cuda_graph_buckets": self.buckets.to_config(),
             "derived": {
                 "weight_bytes": self.weight_bytes,
+                **({"weight_bytes_per_gpu": self.weight_bytes_per_gpu} if self.ep > 1 else {}),
                 "weight_read_bytes_per_gpu": self.weight_read_bytes,
                 "kv_bytes_per_token_per_gpu": self.kv_bytes_per_token,
                 "activation_reserve_bytes": self.activation_reserve_bytes(),

@@ -32,9 +32,11 @@ def build_roofline(cfg: RooflineHardware, *, file: Optional[str] = None, field: 
     # "default": the stack's own capture sizes (none for a stack without CUDA graphs)
     buckets = Buckets(stack.capture_sizes) if cfg.cuda_graph_buckets == "default" else \
         Buckets.from_config(cfg.cuda_graph_buckets)
-    tp = cfg.tensor_parallel
+    tp, ep = cfg.tensor_parallel, cfg.expert_parallel
+    if ep > 1:
+        _check_expert_parallel(model, tp, ep, file=file, field=_subfield(field, "expert_parallel"))
     if tp <= MAX_TENSOR_PARALLEL and _splits(model, tp):
-        cost_model = cls(gpu, model, tensor_parallel=tp, params=params, buckets=buckets)
+        cost_model = cls(gpu, model, tensor_parallel=tp, expert_parallel=ep, params=params, buckets=buckets)
         if (cost_model.kv_cache_tokens() or 0) > 0:
             return cost_model
         why = _does_not_fit(cost_model)
@@ -47,7 +49,7 @@ def build_roofline(cfg: RooflineHardware, *, file: Optional[str] = None, field: 
     fitting = [n for n in range(1, MAX_TENSOR_PARALLEL + 1) if _splits(model, n) and _fits(gpu, model, n, params)]
     smaller = [p for p in ("fp8", "fp4") if WEIGHT_BYTES[p] < WEIGHT_BYTES[params.precision]
                and peak_flop_per_s(gpu, p) is not None and _splits(model, tp)
-               and _fits(gpu, model, tp, replace(params, precision=p))]
+               and _fits(gpu, model, tp, replace(params, precision=p), ep)]
     valid = ("tensor_parallel " + ", ".join(map(str, fitting))) if fitting else (
         f"precision {smaller[0]} (the weights in {smaller[0]} fit)" if smaller else
         "a higher gpu_memory_utilization or a GPU with more memory (see `simlab profiles list`)")
@@ -68,13 +70,37 @@ def _splits(model: ModelConfig, tp: int) -> bool:
             and (model.is_mla or kv % tp == 0 or tp % kv == 0))
 
 
-def _fits(gpu: GpuSpec, model: ModelConfig, tp: int, params: RooflineParams) -> bool:
-    return (RooflineCostModel(gpu, model, tensor_parallel=tp, params=params).kv_cache_tokens() or 0) > 0
+def _fits(gpu: GpuSpec, model: ModelConfig, tp: int, params: RooflineParams, ep: int = 1) -> bool:
+    return (RooflineCostModel(gpu, model, tensor_parallel=tp, expert_parallel=ep, params=params).kv_cache_tokens()
+            or 0) > 0
+
+
+def _check_expert_parallel(model: ModelConfig, tp: int, ep: int, *, file: Optional[str], field: str) -> None:
+    """Expert parallelism places whole experts: a mixture of experts whose experts it divides, within one node,
+    and either the tensor-parallel group itself or a whole number of such groups (data-parallel attention)."""
+    if not model.is_moe:
+        raise InputError(f"expert parallelism applies to a mixture of experts; {model.name} is dense", file=file,
+                         field=field, value=ep, valid="1 (or a model such as qwen3-30b-a3b or deepseek-v3)")
+    valid = [n for n in range(1, MAX_TENSOR_PARALLEL + 1)
+             if n == 1 or (n % tp == 0 and model.num_experts % n == 0)]
+    listed = ", ".join(map(str, valid))
+    if ep > model.num_experts:
+        why = f"above {model.name}'s {model.num_experts} experts"
+    elif ep > MAX_TENSOR_PARALLEL:
+        why = f"expert parallelism beyond one {MAX_TENSOR_PARALLEL}-GPU NVLink node is not modelled"
+    elif model.num_experts % ep:
+        why = f"does not divide {model.name}'s {model.num_experts} experts"
+    elif ep % tp:
+        why = (f"not a multiple of tensor_parallel {tp}: the experts' GPUs are the tensor-parallel group or whole "
+               "data-parallel attention groups of it")
+    else:
+        return
+    raise InputError(why, file=file, field=field, value=ep, valid=f"expert_parallel {listed}")
 
 
 def _does_not_fit(cm: RooflineCostModel) -> str:
     usable = cm.params.gpu_memory_utilization * cm.gpu.memory_bytes
-    return (f"{cm.model.name} does not fit: per GPU it needs {cm.weight_bytes / cm.tp / 1e9:.1f} GB of "
+    return (f"{cm.model.name} does not fit: per GPU it needs {cm.weight_bytes_per_gpu / 1e9:.1f} GB of "
             f"{cm.params.precision} "
             f"weights plus {cm.activation_reserve_bytes() / 1e9:.1f} GB of activations, but {cm.gpu.name} at "
             f"gpu_memory_utilization {cm.params.gpu_memory_utilization} offers {usable / 1e9:.1f} GB, "

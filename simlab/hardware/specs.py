@@ -208,6 +208,15 @@ class ModelConfig:
             return 2 * self.num_heads * (2 * self.kv_lora_rank + self.qk_rope_head_dim)
         return 4 * self.num_heads * self.head_dim
 
+    @property
+    def prefill_attention_flops_per_pair(self) -> int:
+        """FLOPs of one (query, context token) pair in one layer of a prefill: MLA's prefill runs as multi-head
+        attention on the up-projected keys and values (qk over nope + rope dims, values over v_head_dim), not in
+        the latent as its decode does; GQA as in decode."""
+        if self.is_mla:
+            return 2 * self.num_heads * (self.head_dim + self.qk_rope_head_dim + self.v_head_dim)
+        return self.attention_flops_per_pair
+
 
 MOE_AND_MLA_FIELDS = ("num_experts", "experts_per_token", "moe_intermediate_size", "num_shared_experts",
                       "num_dense_layers", "kv_lora_rank", "q_lora_rank", "qk_rope_head_dim", "v_head_dim")

@@ -86,6 +86,10 @@ def format_value(value: Any) -> str:
         return "none"
     if isinstance(value, dict) and {"prefill_replicas", "decode_replicas"} <= value.keys():
         return f"{value['prefill_replicas']}:{value['decode_replicas']} (prefill:decode)"
+    if isinstance(value, dict) and value.get("kind") == "roofline" and {"gpu", "model"} <= value.keys():
+        tp, ep = int(value.get("tensor_parallel", 1)), int(value.get("expert_parallel", 1))
+        layout = f"tp{tp}" + (f" ep{ep}" if ep > 1 else "") + (f" ({ep // tp} attention groups)" if ep > tp else "")
+        return f"{value['gpu']} {value['model']} {value.get('precision', 'bf16')}, {layout}"
     return str(value)
 
 

@@ -55,8 +55,9 @@ def fitted_ids(fitted: Optional[dict] = None) -> set[str]:
     from simlab.hardware.calibration import load_fitted
 
     fitted = fitted or load_fitted()
-    return {rid for entry in fitted["gpus"].values() for stack in (entry.get("stacks") or {}).values()
-            for rid in stack.get("fitted_on", ())}
+    ids = {rid for entry in fitted["gpus"].values() for stack in (entry.get("stacks") or {}).values()
+           for rid in stack.get("fitted_on", ())}
+    return ids | {rid for stack in (fitted.get("moe") or {}).values() for rid in stack.get("fitted_on", ())}
 
 
 def num_simulated_requests(record: ServingRecord) -> int:
@@ -140,16 +141,20 @@ def abs_error_summary(errors: list[float]) -> dict[str, Any]:
 
 
 def error_table(rows: Iterable[CheckRow]) -> list[dict[str, Any]]:
-    """Per GPU x stack x precision x drafter x role x users: points, median and largest absolute error (0.1 %)."""
+    """Per GPU x stack x target (dense or a mixture of experts) x precision x drafter x role x users: points,
+    median and largest absolute error (0.1 %)."""
+    from simlab.hardware.specs import get_model
+
     groups: dict[tuple, list[float]] = {}
     for row in rows:
         r = row.record
-        key = (r.gpu, r.engine, r.precision, r.spec_method or "none", row.role, users_class(r.concurrency))
+        target = "moe" if get_model(r.model).is_moe else "dense"
+        key = (r.gpu, r.engine, target, r.precision, r.spec_method or "none", row.role, users_class(r.concurrency))
         groups.setdefault(key, []).append(abs(row.error))
     out = []
-    for (gpu, stack, precision, drafter, role, users), errors in sorted(groups.items()):
-        out.append({"gpu": gpu, "stack": stack, "precision": precision, "drafter": drafter, "role": role,
-                    "users": users, **abs_error_summary(errors)})
+    for (gpu, stack, target, precision, drafter, role, users), errors in sorted(groups.items()):
+        out.append({"gpu": gpu, "stack": stack, "target": target, "precision": precision, "drafter": drafter,
+                    "role": role, "users": users, **abs_error_summary(errors)})
     return out
 
 
@@ -201,5 +206,28 @@ def leave_one_source_out(folder: Optional[Path] = None) -> list[dict[str, Any]]:
                                if getattr(record, m) is not None]
                 out.append({"gpu": gpu, "stack": stack, "left_out": source, "refitted": list(names),
                             **abs_error_summary(errors)})
+    return out + leave_one_moe_source_out(spec, fitted, records)
+
+
+def leave_one_moe_source_out(spec: Any, fitted: dict[str, Any], records: list[ServingRecord]) -> list[dict[str, Any]]:
+    """Stage 4's leave one source out: each stack's MoE latency refitted without one of its sources, and that
+    source's error (simlab.hardware.calfit.moe)."""
+    from simlab.hardware.calfit.moe import PARAMETER, fit_overhead, moe_records
+
+    out = []
+    for stack, how in (spec.serving.get("moe") or {}).items():
+        for source in (how.get("sources") or {}):
+            rows = moe_records(records, stack, how, left_out=source)
+            mine = [r for r in moe_records(records, stack, how) if r.source == source]
+            if not rows or not mine:
+                continue
+            value, _, _ = fit_overhead(rows, fitted["gpus"], stack)
+            errors = []
+            for record in mine:
+                simulated = simulate_record(record, {**record.hardware(), PARAMETER: value})
+                errors += [abs(simulated[m] / getattr(record, m) - 1.0) for m in METRIC_KEYS
+                           if getattr(record, m) is not None]
+            out.append({"gpu": ", ".join(sorted({r.gpu for r in mine})), "stack": stack, "left_out": source,
+                        "refitted": [PARAMETER], **abs_error_summary(errors)})
     return out
 

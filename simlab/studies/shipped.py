@@ -51,6 +51,7 @@ class Study:
 STUDIES: tuple[Study, ...] = (
     Study("crossover", "sweep"),
     Study("deepseek-sla", "sweep"),
+    Study("deepseek-concurrency", "sweep"),
     Study("capacity", "whatif", {"vary": "engine.replicas", "low": 1, "high": 16,
                                  "sla": "p90_ttft_ms<=1000,p90_tpot_ms<=15"}),
     Study("gpus", "sweep"),

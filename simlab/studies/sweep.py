@@ -19,6 +19,7 @@ from typing import Any, Optional
 
 from simlab.common.errors import InputError
 from simlab.common.outputs import check_out_dir, open_resumable_dir, read_manifest, write_file_atomic
+from simlab.studies.figures import format_value
 from simlab.studies.executors import TaskLost, make_executor
 from simlab.studies.grid import Point, Sweep, load_sweep, read_sweep
 from simlab.studies.progress import StudyProgress
@@ -204,7 +205,7 @@ def run_sweep(scenario, out=None, *, executor: str = "local", workers: Optional[
             for index, result in pool.run(run_point, tasks):
                 point = todo[index]
                 _record(out_dir, state, point, result)
-                label = ", ".join(f"{k}={v}" for k, v in point.values.items())
+                label = ", ".join(f"{k}={format_value(v)}" for k, v in point.values.items())
                 progress.done(label, failed=point.id in state.errors, note=state.errors.get(point.id, ""))
                 if time.perf_counter() - last_write >= CSV_REWRITE_S:
                     _write_tables(out_dir, state)

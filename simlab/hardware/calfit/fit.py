@@ -177,8 +177,13 @@ class Calibrator:
             entry = gpus[check["gpu"]]
             entry["error"].setdefault("reference_checks", []).append(
                 reference_check(check, self.spec.folder, entry, self.spec.default_engine))
-        return {"generator": "scripts/calibrate_hardware.py", "default_engine": self.spec.default_engine,
-                "sources": {s.id: s.provenance for s in self.spec.sources}, "gpus": gpus}
+        out = {"generator": "scripts/calibrate_hardware.py", "default_engine": self.spec.default_engine,
+               "sources": {s.id: s.provenance for s in self.spec.sources}, "gpus": gpus}
+        if self.spec.serving and self.spec.serving.get("moe"):  # stage 4 (simlab.hardware.calfit.moe)
+            from simlab.hardware.calfit.moe import fit_moe
+
+            out["moe"] = fit_moe(self.spec.serving["moe"], gpus, self.serving_records())
+        return out
 
     def gpu_entry(self, name: str, how: dict[str, Any]) -> dict[str, Any]:
         """One GPU's parameters, where each came from, and the error against the measurements used for it."""

@@ -73,6 +73,7 @@ class ServingRecord:
     spec_method: Optional[str] = None  # a speculative run: the drafter (mtp, eagle3, dflash, dspark) ...
     num_draft_tokens: Optional[int] = None  # ... its draft length gamma ...
     acceptance_length: Optional[float] = None  # ... and the mean tokens per round it measured (bonus included)
+    expert_parallel: int = 1  # a mixture of experts served with expert parallelism (simlab.hardware.moe_layout)
 
     @property
     def speculative(self) -> bool:
@@ -87,7 +88,8 @@ class ServingRecord:
         """The roofline config this record is simulated on."""
         return {"kind": "roofline", "gpu": self.gpu, "model": self.model, "stack": self.engine,
                 "precision": self.precision, "kv_precision": self.kv_precision,
-                "tensor_parallel": self.tensor_parallel}
+                "tensor_parallel": self.tensor_parallel,
+                **({"expert_parallel": self.expert_parallel} if self.expert_parallel > 1 else {})}
 
 
 def _optional(value: Any) -> Optional[float]:
@@ -110,7 +112,8 @@ def read_records(path: Path) -> list[ServingRecord]:
             max_batch_tokens=int(row["max_batch_tokens"]), mean_tpot_ms=_optional(row.get("mean_tpot_ms")),
             output_throughput_tok_s=_optional(row.get("output_throughput_tok_s")), url=str(row["url"]),
             spec_method=_text(row.get("spec_method")), num_draft_tokens=_integer(row.get("num_draft_tokens")),
-            acceptance_length=_optional(row.get("acceptance_length"))))
+            acceptance_length=_optional(row.get("acceptance_length")),
+            expert_parallel=_integer(row.get("expert_parallel")) or 1))
     return records
 
 
@@ -130,7 +133,8 @@ def cost_model(record: ServingRecord, params: RooflineParams) -> CalibratedRoofl
     params = replace(params, precision=record.precision, kv_precision=record.kv_precision, stack=record.engine)
     buckets = Buckets(get_stack(record.engine).capture_sizes)
     return CalibratedRooflineCostModel(get_gpu(record.gpu), get_model(record.model),
-                                       tensor_parallel=record.tensor_parallel, params=params, buckets=buckets)
+                                       tensor_parallel=record.tensor_parallel,
+                                       expert_parallel=record.expert_parallel, params=params, buckets=buckets)
 
 
 def predict(record: ServingRecord, params: RooflineParams) -> dict[str, float]:

@@ -1,0 +1,80 @@
+"""Stage 4 of the fit: each serving stack's routed-expert kernels on mixture-of-experts engine measurements
+(calibration.yaml ``serving.moe``; docs/hardware.md, "Expert parallelism").
+
+A dense fit prices an MoE layer's expert weights at the GPU's fitted GEMM bandwidth, and at a small batch that is
+a few microseconds a layer; engines take far longer: the routing (router GEMM, top-k, the token sort that groups
+tokens by expert) and the grouped expert GEMMs' launch and tail cost a fixed time per MoE layer that CUDA graphs
+do not remove (SGLang PR #11816 times the Triton fused-MoE kernel of DeepSeek-R1 at 53 us for one token on B200,
+where the weights it reads take 7 us). ``moe_layer_overhead_s`` is that time, one value per stack for every GPU,
+fitted on the MoE records of the sources listed, every other parameter as stage 3 left it; a stack without MoE
+records takes another's (``borrow``). Every other MoE record is held out, and ``simlab profiles check`` states
+each source's error with the stack refitted without it (leave one source out).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any, Optional
+
+import numpy as np
+
+from simlab.hardware.calfit.lsq import fit_log, rounded
+from simlab.hardware.calfit.serving import ServingRecord, observations, predict
+from simlab.hardware.calibration import FITTED_PARAMETERS, STACK_PARAMETERS
+from simlab.hardware.device import RooflineParams
+from simlab.hardware.specs import get_model
+from simlab.hardware.stacks import get_stack
+
+PARAMETER = "moe_layer_overhead_s"
+X0_US, LOWER_US, UPPER_US = 50.0, 0.0, 1000.0
+
+
+def moe_records(records: list[ServingRecord], stack: str, how: dict[str, Any],
+                left_out: Optional[str] = None) -> list[ServingRecord]:
+    """The records a stack's MoE latency is fitted on: its engine, a mixture of experts, a listed source (and its
+    row filter), no speculation, any GPU; without source ``left_out``."""
+    sources = {name: dict(rows or {}) for name, rows in dict(how.get("sources") or {}).items()}
+    return [r for r in records if r.engine == stack and get_model(r.model).is_moe and r.source in sources
+            and r.source != left_out and not r.speculative
+            and all(str(getattr(r, k)) == str(v) for k, v in sources[r.source].items())]
+
+
+def stage3_params(gpus: dict[str, Any], gpu: str, stack: str) -> RooflineParams:
+    """The parameters a calibrated roofline of ``stack`` on ``gpu`` takes from stages 1-3 (as
+    :func:`simlab.hardware.calibration.fitted_values` composes them)."""
+    entry = gpus[gpu]
+    values = {name: float(entry["parameters"][name]) for name in FITTED_PARAMETERS}
+    values.update({name: float(entry["stacks"][stack][name]) for name in STACK_PARAMETERS})
+    return RooflineParams(**values, host_launch_s=get_stack(stack).host_launch_s, calibration="fit")
+
+
+def fit_overhead(records: list[ServingRecord], gpus: dict[str, Any], stack: str) -> tuple[float, float, float]:
+    """(moe_layer_overhead_s, its standard error, rms log residual) fitted on ``records``."""
+    obs = observations(records)
+    measured = np.array([value for _, _, value in obs])
+    base = {r.gpu: stage3_params(gpus, r.gpu, stack) for r in records}
+
+    def model(x: np.ndarray) -> np.ndarray:
+        return np.array([predict(r, replace(base[r.gpu], moe_layer_overhead_s=float(x[0]) * 1e-6))[metric]
+                         for r, metric, _ in obs])
+
+    result = fit_log(model, measured, [X0_US], [LOWER_US], [UPPER_US])
+    return float(result.x[0]) * 1e-6, float(result.standard_errors[0]) * 1e-6, result.rms_log_residual
+
+
+def fit_moe(spec_moe: dict[str, Any], gpus: dict[str, Any], records: list[ServingRecord]) -> dict[str, Any]:
+    """fitted.yaml's ``moe`` mapping: per stack, in calibration.yaml's order (a borrower after its donor)."""
+    out: dict[str, Any] = {}
+    for stack, how in spec_moe.items():
+        donor = how.get("borrow")
+        if donor:
+            out[stack] = {PARAMETER: out[donor][PARAMETER], "fitted_on": [], "borrowed": donor}
+            if how.get("note"):
+                out[stack]["note"] = " ".join(str(how["note"]).split())
+            continue
+        rows = moe_records(records, stack, how)
+        value, standard_error, rms = fit_overhead(rows, gpus, stack)
+        out[stack] = {PARAMETER: rounded(value), "standard_error": rounded(standard_error, 3),
+                      "rms_log_residual": rounded(rms, 3), "fitted_on": sorted(r.id for r in rows)}
+    return out
+
