@@ -53,10 +53,15 @@ def fit_command(
     max_requests: Optional[int] = typer.Option(None, "--max-requests", min=1, help="Fit the latent model on at "
                                                "most this many requests, drawn at random (bounds the time)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the --max-requests draw."),
+    tree: Optional[str] = typer.Option(None, "--tree", help="The log is of a draft tree: TOPK,NUM_DRAFT_TOKENS "
+                                       "(with --gamma its depth); fits the chain behind it (docs/acceptance.md §8)."),
+    fit_catch: bool = typer.Option(False, "--fit-catch", help="--tree: fit the rank model's catch too (weakly "
+                                   "identified by one tree; default: the tree calibration's)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress and no table."),
 ) -> None:
     """Fit a kind: positional acceptance model (conditional rates per method x domain, and, where the log allows,
-    request/step heterogeneity and the confidence head's error) and write it as YAML for acceptance: PATH."""
+    request/step heterogeneity and the confidence head's error) and write it as YAML for acceptance: PATH. With
+    --tree, the log's rounds are of a draft tree and the chain acceptance behind it is fitted."""
     from simlab.acceptance.fitting.document import fitted_document, fitted_yaml
     from simlab.acceptance.fitting.fit import fit_log, parse_mapping, relabel
     from simlab.acceptance.logs import read_logs
@@ -64,8 +69,16 @@ def fit_command(
     from simlab.config.acceptance import PositionalAcceptance
 
     check_out_file(out, inputs=logs)
+    shape = None
+    if tree is not None:
+        from simlab.acceptance.fitting.tree_rounds import parse_tree
+
+        shape = parse_tree(tree, gamma)
     log = read_logs(logs, format, gamma=gamma, proposer=proposer, model=model, arms=arm)
     log = relabel(log, parse_mapping(method, flag="--method"), parse_mapping(domain_map, flag="--domain-map"))
+    if shape is not None:
+        _fit_tree(log, shape, fit_catch, out, quiet)
+        return
     console = Console(stderr=True)
     progress, stop = _progress_printer(console, quiet, "fitting the latent model")
     try:
@@ -79,6 +92,33 @@ def fit_command(
     if not quiet:
         _print_fit(fitted)
         Console().print(f"acceptance: {out}", highlight=False)
+
+
+def _fit_tree(log, shape, fit_catch: bool, out: Path, quiet: bool) -> None:
+    """``--tree``: the chain behind a tree's rounds, written as a positional acceptance."""
+    from simlab.acceptance.fitting.document import fitted_yaml
+    from simlab.acceptance.fitting.tree_rounds import fit_tree_log, tree_document
+    from simlab.common.outputs import write_file_atomic
+    from simlab.config.acceptance import PositionalAcceptance
+
+    fits = fit_tree_log(log, [shape], fit_catch=fit_catch)
+    command = command_line()
+    doc = tree_document(fits, shape, log, command)
+    PositionalAcceptance.model_validate(doc)
+    write_file_atomic(out, fitted_yaml(doc, command=command))
+    if quiet:
+        return
+    table = Table(title=f"chain behind the tree (topk {shape.topk}, {shape.num_draft_tokens} draft tokens, depth "
+                        f"{shape.depth})")
+    for column in ("method", "domain", "rounds", "catch", "alpha per depth (± s.e.)", "tokens/round measured",
+                   "fitted"):
+        table.add_column(column)
+    for (method, domain), f in fits.items():
+        alpha = ", ".join(f"{a:.3f}±{e:.3f}" for a, e in zip(f.alpha, f.alpha_se))
+        table.add_row(method, domain, str(f.num_rounds), f"{f.catch:.3f}" + (" (fitted)" if f.catch_fitted else ""),
+                      alpha, f"{f.measured_tokens_per_round:.3f}", f"{f.fitted_tokens_per_round:.3f}")
+    Console().print(table)
+    Console().print(f"acceptance: {out}", highlight=False)
 
 
 def _print_fit(fitted) -> None:
