@@ -197,3 +197,16 @@ def test_mla_prefill_attention_runs_as_multi_head_attention():
     expected = pairs * model.num_layers * model.prefill_attention_flops_per_pair / 8 / (
         get_gpu("h200").bf16_flop_per_s * cm.params.flop_efficiency) / cm.params.prefill_efficiency
     assert gap == pytest.approx(expected, rel=1e-9)
+
+
+def test_an_exported_expert_parallel_table_still_counts_every_gpu():
+    from simlab.config.hardware import TableHardware
+    from simlab.hardware.export import table_dict
+    from simlab.hardware.gpus import gpus_per_replica
+    from simlab.hardware.table import TableCostModel
+
+    cm = roofline(tensor_parallel=1, expert_parallel=8)
+    data = table_dict(cm, generator="test")
+    assert data["provenance"]["source"]["num_gpus"] == 8
+    table = TableCostModel(TableHardware.model_validate({k: v for k, v in data.items() if k != "name"}))
+    assert gpus_per_replica(table.describe()) == 8

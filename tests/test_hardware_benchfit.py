@@ -99,3 +99,19 @@ def test_an_older_vllm_result_without_max_concurrency_counts_every_request_at_on
                         precision="bf16", kv_precision="bf16", max_num_seqs=256, max_batch_tokens=8192)
     assert (record.concurrency, record.input_tokens, record.output_tokens) == (10, 137, 187)
     assert record.mean_tpot_ms == 11.1 and record.output_throughput_tok_s == 347.9
+
+
+def test_a_multi_gpu_mixture_of_experts_fits_on_its_layout_and_a_bad_layout_names_the_option(tmp_path):
+    """DeepSeek-V3 on 8 H200s: the runs are fitted on the roofline of that layout (its profile counts 8 GPUs);
+    expert parallelism on a dense model is exit 2 naming --expert-parallel."""
+    import yaml
+
+    out = tmp_path / "ds.yaml"
+    run = fit(*FILES[:2], "--gpu", "h200", "--model", "deepseek-v3", "--precision", "fp8", "--tp", "1", "--ep", "8",
+              out=out)
+    assert run.returncode == 0, run.stderr
+    source = yaml.safe_load(out.read_text())["provenance"]["source"]
+    assert (source["tensor_parallel"], source["expert_parallel"], source["num_gpus"]) == (1, 8, 8)
+    run = fit(FILES[0], "--gpu", "h100-sxm", "--model", "qwen3-8b", "--ep", "2", out=tmp_path / "x.yaml")
+    assert run.returncode == 2 and "--expert-parallel" in run.stderr and "is dense" in run.stderr
+    assert "Traceback" not in run.stderr and not (tmp_path / "x.yaml").exists()

@@ -39,6 +39,15 @@ def test_export_roofline_spec_with_tp(tmp_path):
     assert yaml.safe_load(out.read_text())["provenance"]["generator"] == "simlab profiles export"
 
 
+def test_export_an_expert_parallel_roofline_records_every_gpu(tmp_path):
+    out = tmp_path / "moe.yaml"
+    result = invoke("export", "roofline:h100-sxm:qwen3-30b-a3b", "--tp", "2", "--ep", "4", "--out", str(out))
+    assert result.exit_code == 0, result.output
+    source = yaml.safe_load(out.read_text())["provenance"]["source"]
+    assert (source["tensor_parallel"], source["expert_parallel"], source["num_gpus"]) == (2, 4, 4)
+    assert load_profile(out).name == "h100-sxm_qwen3-30b-a3b-tp2-ep4"
+
+
 def test_export_scenario_file_uses_its_hardware(tmp_path):
     scenario = tmp_path / "s.yaml"
     scenario.write_text(yaml.safe_dump({"name": "x", "hardware": {"kind": "roofline", "gpu": "a100-80g",
@@ -70,6 +79,8 @@ def test_export_shipped_profile_as_sglang_sps(tmp_path):
         (["roofline:h100-sxm:llama-3-70b"], "SOURCE.tensor_parallel"),
         (["no-such-profile"], "SOURCE"),
         (["h100-sxm_qwen3-8b", "--tp", "2"], "--tp"),
+        (["h100-sxm_qwen3-8b", "--ep", "2"], "--ep"),
+        (["roofline:h100-sxm:qwen3-8b", "--ep", "2"], "SOURCE.expert_parallel"),
     ],
 )
 def test_bad_sources_raise_input_errors(tmp_path, args, field):

@@ -61,7 +61,8 @@ def read_runs(path: Path) -> list[dict[str, Any]]:
 
 
 def run_record(run: dict[str, Any], *, label: str, gpu: str, model: str, stack: str, precision: str,
-               kv_precision: str, max_num_seqs: int, max_batch_tokens: int) -> ServingRecord:
+               kv_precision: str, max_num_seqs: int, max_batch_tokens: int, tensor_parallel: int = 1,
+               expert_parallel: int = 1) -> ServingRecord:
     completed = int(run["completed"])
     if completed <= 0:
         raise InputError("a run with no completed request", file=label, field="completed", value=completed)
@@ -77,7 +78,8 @@ def run_record(run: dict[str, Any], *, label: str, gpu: str, model: str, stack: 
     if tpot is None and throughput is None:
         raise InputError("the run states neither mean_tpot_ms nor output_throughput", file=label)
     return ServingRecord(
-        id=label, source=label, engine=stack, gpu=gpu, tensor_parallel=1, model=model, precision=precision,
+        id=label, source=label, engine=stack, gpu=gpu, tensor_parallel=tensor_parallel, model=model,
+        precision=precision, expert_parallel=expert_parallel,
         kv_precision=kv_precision, input_tokens=max(1, round(run["total_input_tokens"] / completed)),
         output_tokens=max(2, round(run["total_output_tokens"] / completed)), concurrency=int(concurrency),
         num_prompts=completed, max_num_seqs=max_num_seqs, max_batch_tokens=max_batch_tokens,
@@ -86,21 +88,25 @@ def run_record(run: dict[str, Any], *, label: str, gpu: str, model: str, stack: 
 
 
 def fit_bench(files: list[Path], *, gpu: str, model: str, stack: str, precision: str, kv_precision: str,
-              max_num_seqs: int, max_batch_tokens: int, name: str, command: Optional[str] = None) -> dict[str, Any]:
-    """Fit the stack on the runs of ``files`` and return the table profile (with the fit in its provenance)."""
+              max_num_seqs: int, max_batch_tokens: int, name: str, command: Optional[str] = None,
+              tensor_parallel: int = 1, expert_parallel: int = 1) -> dict[str, Any]:
+    """Fit the stack on the runs of ``files`` (served on ``tensor_parallel`` GPUs, experts over
+    ``expert_parallel``) and return the table profile (with the fit in its provenance)."""
     from simlab.config.hardware import RooflineHardware
     from simlab.hardware.export import ExportSettings, table_dict
     from simlab.hardware.roofline_build import build_roofline
 
     base_cfg = RooflineHardware(kind="roofline", gpu=gpu, model=model, stack=stack, precision=precision,
-                                kv_precision=kv_precision)
-    start = build_roofline(base_cfg, field="")  # checks the names, the precision and that the model fits
+                                kv_precision=kv_precision, tensor_parallel=tensor_parallel,
+                                expert_parallel=expert_parallel)
+    start = build_roofline(base_cfg, field="")  # checks the names, the precision, the layout and that it fits
     records = []
     for path in files:
         for i, run in enumerate(read_runs(path)):
             records.append(run_record(run, label=f"{path}#{i + 1}", gpu=start.gpu.name, model=start.model.name,
                                       stack=stack, precision=precision, kv_precision=kv_precision,
-                                      max_num_seqs=max_num_seqs, max_batch_tokens=max_batch_tokens))
+                                      max_num_seqs=max_num_seqs, max_batch_tokens=max_batch_tokens,
+                                      tensor_parallel=tensor_parallel, expert_parallel=expert_parallel))
     names = identifiable(FIT_ORDER, records)
     if not names:
         raise InputError(f"too few measurements to fit: {len(observations(records))} (TPOT and throughput of "

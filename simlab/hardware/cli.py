@@ -139,6 +139,8 @@ def export_command(
     out: Path = typer.Option(..., "--out", "-o", help="File to write (atomically)."),
     fmt: ExportFormat = typer.Option(ExportFormat.table, "--format", "-f", help="table (YAML) or sglang-sps (JSON)."),
     tp: Optional[int] = typer.Option(None, "--tp", min=1, help="Tensor parallelism of a roofline source."),
+    ep: Optional[int] = typer.Option(None, "--ep", min=1, help="Expert parallelism of a roofline source (a mixture "
+                                     "of experts; above --tp: data-parallel attention)."),
     context_tokens: int = typer.Option(
         0, "--context-tokens", min=0, help="sglang-sps: total KV tokens per step the SPS curve is evaluated at."
     ),
@@ -154,7 +156,7 @@ def export_command(
 
     source_file = [] if source.startswith(ROOFLINE_PREFIX) or is_shipped_profile(source) else [Path(source)]
     check_out_file(out, inputs=source_file, recognise=is_sps_file if fmt is ExportFormat.sglang_sps else None)
-    cost_model = resolve_source(source, tensor_parallel=tp)
+    cost_model = resolve_source(source, tensor_parallel=tp, expert_parallel=ep)
     if fmt is ExportFormat.sglang_sps:
         data = sps_dict(cost_model, context_tokens=context_tokens, query_tokens_per_request=query_tokens,
                         max_batch_tokens=max_batch_tokens)
@@ -179,7 +181,8 @@ def _context_note(cost_model: CostModel, context_tokens: int) -> str:
             "--context-tokens within them)")
 
 
-def resolve_source(source: str, *, tensor_parallel: Optional[int] = None) -> CostModel:
+def resolve_source(source: str, *, tensor_parallel: Optional[int] = None,
+                   expert_parallel: Optional[int] = None) -> CostModel:
     """The cost model ``source`` names (see ``simlab profiles export --help``)."""
     from simlab.common.resources import is_bare_name
     from simlab.common.schema_errors import validate
@@ -200,30 +203,34 @@ def resolve_source(source: str, *, tensor_parallel: Optional[int] = None) -> Cos
         if len(parts) != 2 or not all(parts):
             raise InputError("a roofline source is roofline:GPU:MODEL", field="SOURCE", value=source,
                              valid=f"GPU one of {', '.join(GPUS)}; MODEL one of {', '.join(MODELS)}")
-        cfg = RooflineHardware(kind="roofline", gpu=parts[0], model=parts[1], tensor_parallel=tensor_parallel or 1)
+        cfg = RooflineHardware(kind="roofline", gpu=parts[0], model=parts[1], tensor_parallel=tensor_parallel or 1,
+                               expert_parallel=expert_parallel or 1)
         return build_roofline(cfg, field="SOURCE")
     if is_bare_name(source) or is_shipped_profile(source):
-        return _build(source, tensor_parallel, base_dir=Path.cwd(), file=None, field="SOURCE")
+        return _build(source, (tensor_parallel, expert_parallel), base_dir=Path.cwd(), file=None, field="SOURCE")
     path = Path(source)
     data = read_yaml(path, what="profile or scenario file")
     if isinstance(data, dict) and "hardware" in data:
         hardware = validate(_ScenarioHardware, {"hardware": data["hardware"]}, file=path).hardware
-        return _build(hardware, tensor_parallel, base_dir=path.parent, file=path, field="hardware")
+        return _build(hardware, (tensor_parallel, expert_parallel), base_dir=path.parent, file=path, field="hardware")
     if isinstance(data, dict) and data.get("kind") == "roofline":
         cfg = validate(RooflineHardware, data, file=path)
-        return _build(cfg, tensor_parallel, base_dir=path.parent, file=path, field="")
+        return _build(cfg, (tensor_parallel, expert_parallel), base_dir=path.parent, file=path, field="")
     check_is_table(data, file=path)
-    return _build(str(path.resolve()), tensor_parallel, base_dir=path.parent, file=path, field="")
+    return _build(str(path.resolve()), (tensor_parallel, expert_parallel), base_dir=path.parent, file=path, field="")
 
 
-def _build(hardware: HardwareConfig, tensor_parallel: Optional[int], *, base_dir: Path, file: Optional[Path],
-           field: str) -> CostModel:
+def _build(hardware: HardwareConfig, layout: tuple[Optional[int], Optional[int]], *, base_dir: Path,
+           file: Optional[Path], field: str) -> CostModel:
+    """The cost model of ``hardware``, with ``layout`` (--tp, --ep; None: as given) applied to a roofline."""
     from simlab.config.hardware import RooflineHardware
     from simlab.hardware.profiles import build_cost_model
 
-    if tensor_parallel is not None:
+    for flag, name, value in (("--tp", "tensor_parallel", layout[0]), ("--ep", "expert_parallel", layout[1])):
+        if value is None:
+            continue
         if not isinstance(hardware, RooflineHardware):
-            raise InputError("--tp applies only to a roofline source", field="--tp", value=tensor_parallel,
-                             valid=f"leave it out, or export {ROOFLINE_PREFIX}GPU:MODEL --tp N")
-        hardware = hardware.model_copy(update={"tensor_parallel": tensor_parallel})
+            raise InputError(f"{flag} applies only to a roofline source", field=flag, value=value,
+                             valid=f"leave it out, or export {ROOFLINE_PREFIX}GPU:MODEL {flag} N")
+        hardware = hardware.model_copy(update={name: value})
     return build_cost_model(hardware, base_dir=base_dir, file=file, field=field)

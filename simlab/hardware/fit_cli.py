@@ -27,6 +27,11 @@ def fit_command(
     max_num_seqs: int = typer.Option(1024, "--max-num-seqs", min=1, help="Benchmark results: the server's limit."),
     max_batch_tokens: int = typer.Option(8192, "--max-batch-tokens", min=1,
                                          help="Benchmark results: the server's token budget per step."),
+    tensor_parallel: int = typer.Option(1, "--tensor-parallel", "--tp", min=1,
+                                        help="Benchmark results: the server's tensor-parallel size."),
+    expert_parallel: int = typer.Option(1, "--expert-parallel", "--ep", min=1,
+                                        help="Benchmark results: a mixture of experts' expert-parallel size "
+                                             "(above --tp: data-parallel attention)."),
 ) -> None:
     """Fit your measurements and write a table profile with the residual stated: step timings with the calibrated
     roofline's smooth knee, or engine benchmark runs as a serving stack on the roofline of --gpu and --model."""
@@ -61,9 +66,17 @@ def fit_command(
     _check_choice("--stack", stack, tuple(STACKS))
     _check_choice("--precision", precision, PRECISIONS)
     _check_choice("--kv-precision", kv_precision, KV_PRECISIONS)
-    data = fit_bench(list(measurements), gpu=gpu, model=model, stack=stack, precision=precision,
-                     kv_precision=kv_precision, max_num_seqs=max_num_seqs, max_batch_tokens=max_batch_tokens,
-                     name=name or out.stem, command=command)
+    try:
+        data = fit_bench(list(measurements), gpu=gpu, model=model, stack=stack, precision=precision,
+                         kv_precision=kv_precision, max_num_seqs=max_num_seqs, max_batch_tokens=max_batch_tokens,
+                         name=name or out.stem, command=command, tensor_parallel=tensor_parallel,
+                         expert_parallel=expert_parallel)
+    except InputError as err:  # the roofline's fields are this command's options
+        if err.file is None and err.field in ("gpu", "model", "precision", "tensor_parallel", "expert_parallel"):
+            raise InputError(err.problem, field="--" + err.field.replace("_", "-"), value=err.value,
+                             valid=err.valid.replace("tensor_parallel ", "--tensor-parallel ").replace(
+                                 "expert_parallel ", "--expert-parallel ") if err.valid else None) from None
+        raise
     write_file_atomic(out, table_text(data, written_by=GENERATOR))
     fit = data["provenance"]["fit"]
     fitted = ", ".join(f"{k} {v:.4g} ± {fit['standard_errors'][k]:.2g}" for k, v in fit["fitted"].items())

@@ -21,8 +21,9 @@ def gpus_per_replica(description: dict[str, Any]) -> int:
         return 1
     source = provenance.get("source")
     for holder in (provenance, source if isinstance(source, dict) else {}):
-        if "tensor_parallel" in holder:
-            return _positive_int(holder["tensor_parallel"])
+        for key in ("num_gpus", "tensor_parallel"):  # an expert-parallel roofline's export records num_gpus
+            if key in holder:
+                return _positive_int(holder[key])
     return 1
 
 
