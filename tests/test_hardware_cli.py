@@ -48,6 +48,13 @@ def test_export_an_expert_parallel_roofline_records_every_gpu(tmp_path):
     assert load_profile(out).name == "h100-sxm_qwen3-30b-a3b-tp2-ep4"
 
 
+def test_export_deepseek_on_eight_gpus_in_fp8(tmp_path):
+    out = tmp_path / "ds.yaml"
+    result = invoke("export", "roofline:h200:deepseek-v3", "--tp", "8", "--precision", "fp8", "--out", str(out))
+    assert result.exit_code == 0, result.output
+    assert yaml.safe_load(out.read_text())["provenance"]["source"]["parameters"]["precision"] == "fp8"
+
+
 def test_export_scenario_file_uses_its_hardware(tmp_path):
     scenario = tmp_path / "s.yaml"
     scenario.write_text(yaml.safe_dump({"name": "x", "hardware": {"kind": "roofline", "gpu": "a100-80g",
@@ -80,6 +87,8 @@ def test_export_shipped_profile_as_sglang_sps(tmp_path):
         (["no-such-profile"], "SOURCE"),
         (["h100-sxm_qwen3-8b", "--tp", "2"], "--tp"),
         (["h100-sxm_qwen3-8b", "--ep", "2"], "--ep"),
+        (["roofline:h100-sxm:qwen3-8b", "--precision", "int4"], "--precision"),
+        (["roofline:h100-sxm:qwen3-8b", "--precision", "fp4"], "SOURCE.precision"),
         (["roofline:h100-sxm:qwen3-8b", "--ep", "2"], "SOURCE.expert_parallel"),
     ],
 )

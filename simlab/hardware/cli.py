@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 
@@ -141,6 +141,8 @@ def export_command(
     tp: Optional[int] = typer.Option(None, "--tp", min=1, help="Tensor parallelism of a roofline source."),
     ep: Optional[int] = typer.Option(None, "--ep", min=1, help="Expert parallelism of a roofline source (a mixture "
                                      "of experts; above --tp: data-parallel attention)."),
+    precision: Optional[str] = typer.Option(None, "--precision", help="Weights of a roofline source: bf16, fp8 "
+                                            "or fp4."),
     context_tokens: int = typer.Option(
         0, "--context-tokens", min=0, help="sglang-sps: total KV tokens per step the SPS curve is evaluated at."
     ),
@@ -156,7 +158,7 @@ def export_command(
 
     source_file = [] if source.startswith(ROOFLINE_PREFIX) or is_shipped_profile(source) else [Path(source)]
     check_out_file(out, inputs=source_file, recognise=is_sps_file if fmt is ExportFormat.sglang_sps else None)
-    cost_model = resolve_source(source, tensor_parallel=tp, expert_parallel=ep)
+    cost_model = resolve_source(source, tensor_parallel=tp, expert_parallel=ep, precision=precision)
     if fmt is ExportFormat.sglang_sps:
         data = sps_dict(cost_model, context_tokens=context_tokens, query_tokens_per_request=query_tokens,
                         max_batch_tokens=max_batch_tokens)
@@ -182,7 +184,7 @@ def _context_note(cost_model: CostModel, context_tokens: int) -> str:
 
 
 def resolve_source(source: str, *, tensor_parallel: Optional[int] = None,
-                   expert_parallel: Optional[int] = None) -> CostModel:
+                   expert_parallel: Optional[int] = None, precision: Optional[str] = None) -> CostModel:
     """The cost model ``source`` names (see ``simlab profiles export --help``)."""
     from simlab.common.resources import is_bare_name
     from simlab.common.schema_errors import validate
@@ -198,39 +200,48 @@ def resolve_source(source: str, *, tensor_parallel: Optional[int] = None,
 
         hardware: HardwareConfig
 
+    if precision is not None:
+        from simlab.hardware.precision import PRECISIONS
+
+        if precision not in PRECISIONS:
+            raise InputError("not one of the choices", field="--precision", value=precision, valid=", ".join(PRECISIONS))
+    layout = {"tensor_parallel": tensor_parallel, "expert_parallel": expert_parallel, "precision": precision}
     if source.startswith(ROOFLINE_PREFIX):
         parts = source[len(ROOFLINE_PREFIX):].split(":")
         if len(parts) != 2 or not all(parts):
             raise InputError("a roofline source is roofline:GPU:MODEL", field="SOURCE", value=source,
                              valid=f"GPU one of {', '.join(GPUS)}; MODEL one of {', '.join(MODELS)}")
         cfg = RooflineHardware(kind="roofline", gpu=parts[0], model=parts[1], tensor_parallel=tensor_parallel or 1,
-                               expert_parallel=expert_parallel or 1)
+                               expert_parallel=expert_parallel or 1, precision=precision or "bf16")
         return build_roofline(cfg, field="SOURCE")
     if is_bare_name(source) or is_shipped_profile(source):
-        return _build(source, (tensor_parallel, expert_parallel), base_dir=Path.cwd(), file=None, field="SOURCE")
+        return _build(source, layout, base_dir=Path.cwd(), file=None, field="SOURCE")
     path = Path(source)
     data = read_yaml(path, what="profile or scenario file")
     if isinstance(data, dict) and "hardware" in data:
         hardware = validate(_ScenarioHardware, {"hardware": data["hardware"]}, file=path).hardware
-        return _build(hardware, (tensor_parallel, expert_parallel), base_dir=path.parent, file=path, field="hardware")
+        return _build(hardware, layout, base_dir=path.parent, file=path, field="hardware")
     if isinstance(data, dict) and data.get("kind") == "roofline":
         cfg = validate(RooflineHardware, data, file=path)
-        return _build(cfg, (tensor_parallel, expert_parallel), base_dir=path.parent, file=path, field="")
+        return _build(cfg, layout, base_dir=path.parent, file=path, field="")
     check_is_table(data, file=path)
-    return _build(str(path.resolve()), (tensor_parallel, expert_parallel), base_dir=path.parent, file=path, field="")
+    return _build(str(path.resolve()), layout, base_dir=path.parent, file=path, field="")
 
 
-def _build(hardware: HardwareConfig, layout: tuple[Optional[int], Optional[int]], *, base_dir: Path,
-           file: Optional[Path], field: str) -> CostModel:
-    """The cost model of ``hardware``, with ``layout`` (--tp, --ep; None: as given) applied to a roofline."""
+def _build(hardware: HardwareConfig, layout: dict[str, Any], *, base_dir: Path, file: Optional[Path],
+           field: str) -> CostModel:
+    """The cost model of ``hardware``, with ``layout`` (--tp, --ep, --precision; None: as given) applied to a
+    roofline."""
     from simlab.config.hardware import RooflineHardware
     from simlab.hardware.profiles import build_cost_model
 
-    for flag, name, value in (("--tp", "tensor_parallel", layout[0]), ("--ep", "expert_parallel", layout[1])):
+    flags = {"tensor_parallel": "--tp", "expert_parallel": "--ep", "precision": "--precision"}
+    for name, value in layout.items():
         if value is None:
             continue
+        flag = flags[name]
         if not isinstance(hardware, RooflineHardware):
             raise InputError(f"{flag} applies only to a roofline source", field=flag, value=value,
-                             valid=f"leave it out, or export {ROOFLINE_PREFIX}GPU:MODEL {flag} N")
+                             valid=f"leave it out, or export {ROOFLINE_PREFIX}GPU:MODEL {flag} ...")
         hardware = hardware.model_copy(update={name: value})
     return build_cost_model(hardware, base_dir=base_dir, file=file, field=field)
