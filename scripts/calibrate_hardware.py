@@ -171,7 +171,8 @@ def markdown(data: dict) -> str:
 
 def moe_markdown(data: dict) -> str:
     """docs/hardware.md's table of the stacks' routed-expert latency (stage 4)."""
-    lines = ["| stack | moe_layer_overhead_s | standard error | fitted on | rms log residual |", "|---|---|---|---|---|"]
+    lines = ["| stack | moe_layer_overhead_s | standard error | fitted on | rms log residual |",
+             "|---|---|---|---|---|"]
     for stack, m in (data.get("moe") or {}).items():
         fitted_on = (f"{len(m['fitted_on'])} records" if m["fitted_on"] else f"borrowed from `{m['borrowed']}`")
         error = f"{m['standard_error'] * 1e6:.1f} µs" if "standard_error" in m else "–"

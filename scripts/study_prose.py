@@ -173,7 +173,8 @@ def deepseek_concurrency() -> str:
             f"user, {_pct(thr.loc[64, 'dspark-5'] / thr.loc[64, 'mtp-1'] - 1)} at 64 and "
             f"{_pct(thr.loc[top, 'dspark-5'] / thr.loc[top, 'mtp-1'] - 1)} at {top} (output tokens/s per GPU), over "
             f"no speculation {_pct(thr.loc[top, 'dspark-5'] / thr.loc[top, 'no-spec'] - 1)} at {top}; the best fixed "
-            f"γ by users: {', '.join(runs)}; `goodput` {_pct(thr.loc[top, 'goodput'] / thr[fixed].max(axis=1).loc[top] - 1)}"
+            f"γ by users: {', '.join(runs)}; "
+            f"`goodput` {_pct(thr.loc[top, 'goodput'] / thr[fixed].max(axis=1).loc[top] - 1)}"
             f" and `adaptive` {_pct(adaptive.loc[top])} against the best fixed γ at {top} users "
             f"({_pct(adaptive.min())} to {_pct(adaptive.max())} over all loads).")
     ratio = _pivot(dp8, THR) / _pivot(tp8, THR) - 1

@@ -101,7 +101,7 @@ def _fit_tree(log, shape, fit_catch: bool, out: Path, quiet: bool) -> None:
     from simlab.common.outputs import write_file_atomic
     from simlab.config.acceptance import PositionalAcceptance
 
-    fits = fit_tree_log(log, [shape], fit_catch=fit_catch)
+    fits = fit_tree_log(log, shape, fit_catch=fit_catch)
     command = command_line()
     doc = tree_document(fits, shape, log, command)
     PositionalAcceptance.model_validate(doc)

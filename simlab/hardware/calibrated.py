@@ -78,9 +78,7 @@ class CalibratedRooflineCostModel(RooflineCostModel):
         self._head_flop_token_s = 2.0 * model.lm_head_params / tp / device.flop_per_s
         self._elem_token_s = (model.num_layers * elementwise_bytes_per_token(model, tp) / device.elem_bytes_per_s)
         kernels = model.num_layers * (ELEMENTWISE_KERNELS_PER_LAYER + ATTENTION_KERNELS_PER_LAYER)
-        self._fixed_s = self._ar_fixed_s + params.step_overhead_s + kernels * params.kernel_launch_s
-        if model.is_moe:
-            self._fixed_s += self._moe_fixed_s
+        self._fixed_s = self._ar_fixed_s + params.step_overhead_s + kernels * params.kernel_launch_s + self._moe_fixed_s
         self._kv_token_s = self.kv_bytes_per_token / device.attn_bytes_per_s
         self._request_s = params.request_overhead_s
         self._width = device.width

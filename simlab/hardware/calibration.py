@@ -85,11 +85,18 @@ def fitted_values(gpu: str, stack: str, *, file: Optional[str] = None, field: st
         problem = ("no calibration of this serving stack on this GPU" if entry else
                    "this GPU has no calibration; use the constant efficiencies (calibration: none)")
         raise InputError(problem, file=file, field=field, value=stack, valid=", ".join(known) or "calibration: none")
+    values = stack_values(entry, stack)
+    # stage 4: the stack's routed-expert kernels (one value for every GPU; 0 where the fit has none)
+    moe = (fitted.get("moe") or {}).get(stack) or {}
+    values["moe_layer_overhead_s"] = float(moe.get("moe_layer_overhead_s", 0.0))
+    values["calibration"] = f"{gpu}/{stack}"
+    return values
+
+
+def stack_values(entry: dict[str, Any], stack: str) -> dict[str, float]:
+    """A GPU entry's operator-level parameters with ``stack``'s (stages 1-3 of the fit)."""
     values = {name: float(entry["parameters"][name]) for name in FITTED_PARAMETERS}
     values.update({name: float(entry["stacks"][stack][name]) for name in STACK_PARAMETERS})
-    # stage 4: the stack's routed-expert kernels (one value for every GPU; 0 where the fit has none)
-    values["moe_layer_overhead_s"] = float(((fitted.get("moe") or {}).get(stack) or {}).get("moe_layer_overhead_s", 0.0))
-    values["calibration"] = f"{gpu}/{stack}"
     return values
 
 

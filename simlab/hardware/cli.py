@@ -204,7 +204,8 @@ def resolve_source(source: str, *, tensor_parallel: Optional[int] = None,
         from simlab.hardware.precision import PRECISIONS
 
         if precision not in PRECISIONS:
-            raise InputError("not one of the choices", field="--precision", value=precision, valid=", ".join(PRECISIONS))
+            raise InputError("not one of the choices", field="--precision", value=precision,
+                             valid=", ".join(PRECISIONS))
     layout = {"tensor_parallel": tensor_parallel, "expert_parallel": expert_parallel, "precision": precision}
     if source.startswith(ROOFLINE_PREFIX):
         parts = source[len(ROOFLINE_PREFIX):].split(":")

@@ -75,7 +75,9 @@ class RooflineDrafter:
     """Drafter seconds per engine step for each method, on a :class:`Device`."""
 
     def __init__(self, model: ModelConfig, device: Device, params: RooflineParams,
-                 layout: Optional[MoeLayout] = None) -> None:
+                 layout: Optional[MoeLayout] = None, alltoall: Optional[AllToAll] = None) -> None:
+        """``layout`` and ``alltoall``: the replica's (the target's own; an MoE MTP layer's tokens move by
+        ``alltoall`` when the layout has data-parallel attention)."""
         self.model, self.device, self.params = model, device, params
         self.layout = layout = layout or MoeLayout(device.tp)
         tp = device.tp
@@ -111,15 +113,13 @@ class RooflineDrafter:
             chosen = model.experts_per_token * model.expert_params if model.is_moe else 0
             body = 2 * h * h + layer_matmul - chosen
             bytes_per_param = WEIGHT_BYTES[params.precision]
-            alltoall = (AllToAll.build(layout, model, params.precision, device.gpu.nvlink_bytes_per_s,
-                                       params.alltoall_latency_s, params.alltoall_efficiency)
-                        if layout.uses_alltoall else None)
+            alltoall = alltoall if layout.uses_alltoall else None
             self.mtp_step = replace(
                 self.mtp_step,
                 weight_bytes=(body * bytes_per_param + (model.lm_head_params + norms) * BF16_BYTES) / tp,
                 routed_bytes=routed * bytes_per_param / layout.expert_holders,
                 num_allreduces=1 if alltoall else self.mtp_step.num_allreduces,
-                alltoall=alltoall, moe_layer_overhead_s=params.moe_layer_overhead_s if model.is_moe else 0.0)
+                alltoall=alltoall, moe_layer_overhead_s=params.moe_layer_overhead_s)
         layers = params.draft_layers
         block_matmul = layers * layer_matmul + DFLASH_FUSED_LAYERS * h * h + model.lm_head_params
         self.parallel_block = shape(block_matmul, layers * norms, layers,

@@ -103,14 +103,12 @@ class RooflineCostModel(CostModel):
             self._ar_token_s += model.num_moe_layers * self.alltoall.s_per_token / tp
         # the routed-expert kernels' fixed time, once per MoE layer of every forward
         self._moe_fixed_s = model.num_moe_layers * params.moe_layer_overhead_s
-        self._fixed_s = self._ar_fixed_s + params.step_overhead_s
-        if model.is_moe:
-            self._fixed_s += self._moe_fixed_s
+        self._fixed_s = self._ar_fixed_s + params.step_overhead_s + self._moe_fixed_s  # 0.0 for a dense model
         # outside a CUDA graph (above the largest captured size, or a stack without graphs) a forward cannot be
         # faster than the host launching its kernels one by one
         self._launch_floor_s = params.host_launch_s * target_kernels(model)
         self._graph_limit = buckets.largest
-        self.drafter = RooflineDrafter(model, device, params, layout)
+        self.drafter = RooflineDrafter(model, device, params, layout, self.alltoall)
         self._kv_cache_tokens = self._capacity_tokens()
 
     # ----------------------------------------------------------------------------------------- target forward
@@ -232,12 +230,17 @@ class RooflineCostModel(CostModel):
         return (max(memory, compute, self._launch_floor_s) + self._ar_token_s * (d + p) + self._fixed_s)
 
     # ----------------------------------------------------------------------------------------- drafter
+    def _drafting_group(self, num_requests: float, context_tokens: float) -> tuple[float, float, float]:
+        """(requests, context, routed_scale) a drafter forward runs on: each attention group drafts for its own
+        requests (the busiest group's), and an MoE MTP layer's experts see every group's."""
+        if self.groups == 1 or num_requests <= 0:
+            return num_requests, context_tokens, 1.0
+        share = float(self._busiest_group_share(float(num_requests)))
+        return num_requests * share, context_tokens * share, 1.0 / share
+
     def draft_s(self, method: str, gamma: int, num_requests: int, context_tokens: float = 0.0) -> float:
-        if self.groups > 1 and num_requests > 0:  # each attention group drafts for its own requests
-            share = float(self._busiest_group_share(float(num_requests)))
-            return self.drafter.draft_s(method, gamma, num_requests * share, context_tokens * share,  # type: ignore
-                                        routed_scale=1.0 / share)
-        return self.drafter.draft_s(method, gamma, num_requests, context_tokens)
+        r, c, scale = self._drafting_group(num_requests, context_tokens)
+        return self.drafter.draft_s(method, gamma, r, c, routed_scale=scale)
 
     # ----------------------------------------------------------------------------------------- memory
     def activation_reserve_bytes(self) -> int:
@@ -260,11 +263,8 @@ class RooflineCostModel(CostModel):
 
     def tree_draft_s(self, method: str, depth: int, topk: int, num_requests: int,
                      context_tokens: float = 0.0) -> Optional[float]:
-        if self.groups > 1 and num_requests > 0:
-            share = float(self._busiest_group_share(float(num_requests)))
-            return self.drafter.tree_draft_s(method, depth, topk, num_requests * share,  # type: ignore[arg-type]
-                                             context_tokens * share, routed_scale=1.0 / share)
-        return self.drafter.tree_draft_s(method, depth, topk, num_requests, context_tokens)
+        r, c, scale = self._drafting_group(num_requests, context_tokens)
+        return self.drafter.tree_draft_s(method, depth, topk, r, c, routed_scale=scale)
 
     def draft_kv_bytes_per_token(self, method: str) -> Optional[float]:
         return self.drafter.kv_bytes_per_token(method) * self.tp

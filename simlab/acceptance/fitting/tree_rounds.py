@@ -7,9 +7,10 @@ the rank model (:mod:`simlab.acceptance.tree`) exactly one node per depth can be
 chain's conditional acceptance ``alpha_1..alpha_depth`` and ``catch``. Per method and domain the chain follows the
 smooth curve of the tree calibration, ``alpha_d = alpha_inf + (alpha_1 - alpha_inf) rho^(d - 1)``, three parameters
 fitted by maximum likelihood on the lengths' histogram (a free rate per depth is not identified: many chains give the
-same tree histogram). ``catch`` is the calibration's (0.455, fitted on Llama-3.1-8B EAGLE-3) unless ``fit_catch``,
-which needs the histograms of at least two tree shapes to be told apart from the chain's level; standard errors come
-from the observed information (a numerical Hessian of the log-likelihood), the curve's by the delta method.
+same tree histogram). ``catch`` is the calibration's (0.455, fitted on Llama-3.1-8B EAGLE-3) unless ``fit_catch``:
+one tree's histogram tells it only weakly from the chain's level (:func:`fit_histograms` takes several shapes'
+histograms, which separate them better). Standard errors come from the observed information (a numerical Hessian
+of the log-likelihood), the curve's by the delta method.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import numpy as np
 
 from simlab.acceptance.logs.parsed import AcceptanceLog
 from simlab.acceptance.tree import build_tree, max_tokens
+from simlab.acceptance.tree_fit import chain_alpha
 from simlab.common.errors import InputError
 
 MIN_ROUNDS = 50
@@ -69,8 +71,9 @@ def parse_tree(text: str, depth: Optional[int]) -> TreeShape:
 
 
 def chain(params: np.ndarray, depth: int) -> np.ndarray:
-    alpha_1, alpha_inf, rho = params[:3]
-    return alpha_inf + (alpha_1 - alpha_inf) * rho ** np.arange(depth)
+    """The chain's conditional acceptance at depths 1..``depth`` from (alpha_1, alpha_inf, rho[, catch]): the tree
+    calibration's curve (:func:`simlab.acceptance.tree_fit.chain_alpha`)."""
+    return chain_alpha(params[:3], depth)
 
 
 def length_probs(alpha: np.ndarray, catch: float, shape: TreeShape) -> np.ndarray:
@@ -138,18 +141,15 @@ def fit_histograms(counts: list[np.ndarray], shapes: list[TreeShape], *, catch: 
     return TreeFit(chain(x, depth), alpha_se, x, params_se, c, fit_catch, int(rounds), measured, fitted)
 
 
-def fit_tree_log(log: AcceptanceLog, shapes: list[TreeShape], *, fit_catch: bool = False
+def fit_tree_log(log: AcceptanceLog, shape: TreeShape, *, fit_catch: bool = False
                  ) -> dict[tuple[str, str], TreeFit]:
-    """Per (method, domain) of the log's rounds: the chain behind the tree (one shape per log file, or one for all)."""
+    """Per (method, domain) of the log's rounds, all of one tree ``shape``: the chain behind the tree."""
     from simlab.acceptance.tree_fit import calibrated_catch
 
     rounds = log.rounds
     if rounds is None or len(rounds) == 0:
         raise InputError("a tree fit needs the log's rounds (accepted lengths per round)", file=", ".join(log.files),
                          valid="a format with per-round detail (csv, simlab rounds.csv.gz, specdecode-bench)")
-    if len(shapes) != 1:
-        raise InputError("one --tree for all logs", field="--tree", valid="one TOPK,NUM_DRAFT_TOKENS")
-    shape = shapes[0]
     too_long = rounds.accepted > shape.depth
     if too_long.any():
         raise InputError(f"a round accepts {int(rounds.accepted[too_long].max())} drafts, deeper than the tree",

@@ -38,6 +38,7 @@ from simlab.hardware.calfit.serving import (
     ServingRecord,
     fit_stack,
     identifiable,
+    listed_records,
     read_records,
     stack_entry,
 )
@@ -268,9 +269,7 @@ class Calibrator:
 def fitted_records(records: list[ServingRecord], gpu: str, stack: str, how: dict[str, Any]) -> list[ServingRecord]:
     """The records a stack is fitted on: its GPU and engine, a listed source, and that source's row filter
     (speculative runs are only checked: the fit's closed form has no drafter)."""
-    sources = {name: dict(rows or {}) for name, rows in dict(how.get("sources") or {}).items()}
-    return [r for r in records if r.gpu == gpu and r.engine == stack and r.source in sources and not r.speculative
-            and all(str(getattr(r, k)) == str(v) for k, v in sources[r.source].items())]
+    return [r for r in listed_records(records, how) if r.gpu == gpu and r.engine == stack]
 
 
 def refit_without(spec: Spec, fitted: dict[str, Any], records: list[ServingRecord], gpu: str, stack: str,

@@ -19,8 +19,8 @@ from typing import Any, Optional
 import numpy as np
 
 from simlab.hardware.calfit.lsq import fit_log, rounded
-from simlab.hardware.calfit.serving import ServingRecord, observations, predict
-from simlab.hardware.calibration import FITTED_PARAMETERS, STACK_PARAMETERS
+from simlab.hardware.calfit.serving import ServingRecord, listed_records, observations, predict
+from simlab.hardware.calibration import stack_values
 from simlab.hardware.device import RooflineParams
 from simlab.hardware.specs import get_model
 from simlab.hardware.stacks import get_stack
@@ -33,19 +33,14 @@ def moe_records(records: list[ServingRecord], stack: str, how: dict[str, Any],
                 left_out: Optional[str] = None) -> list[ServingRecord]:
     """The records a stack's MoE latency is fitted on: its engine, a mixture of experts, a listed source (and its
     row filter), no speculation, any GPU; without source ``left_out``."""
-    sources = {name: dict(rows or {}) for name, rows in dict(how.get("sources") or {}).items()}
-    return [r for r in records if r.engine == stack and get_model(r.model).is_moe and r.source in sources
-            and r.source != left_out and not r.speculative
-            and all(str(getattr(r, k)) == str(v) for k, v in sources[r.source].items())]
+    return [r for r in listed_records(records, how)
+            if r.engine == stack and get_model(r.model).is_moe and r.source != left_out]
 
 
 def stage3_params(gpus: dict[str, Any], gpu: str, stack: str) -> RooflineParams:
-    """The parameters a calibrated roofline of ``stack`` on ``gpu`` takes from stages 1-3 (as
-    :func:`simlab.hardware.calibration.fitted_values` composes them)."""
-    entry = gpus[gpu]
-    values = {name: float(entry["parameters"][name]) for name in FITTED_PARAMETERS}
-    values.update({name: float(entry["stacks"][stack][name]) for name in STACK_PARAMETERS})
-    return RooflineParams(**values, host_launch_s=get_stack(stack).host_launch_s, calibration="fit")
+    """The parameters a calibrated roofline of ``stack`` on ``gpu`` takes from stages 1-3."""
+    return RooflineParams(**stack_values(gpus[gpu], stack), host_launch_s=get_stack(stack).host_launch_s,
+                          calibration="fit")
 
 
 def fit_overhead(records: list[ServingRecord], gpus: dict[str, Any], stack: str) -> tuple[float, float, float]:

@@ -156,6 +156,14 @@ def predict(record: ServingRecord, params: RooflineParams) -> dict[str, float]:
     return {"mean_tpot_ms": tpot * 1e3, "output_throughput_tok_s": users * lout / cycle}
 
 
+def listed_records(records: list[ServingRecord], how: dict[str, Any]) -> list[ServingRecord]:
+    """The records of the sources ``how`` lists (``sources: {SOURCE: {FIELD: VALUE, ...}}``, the row filter of
+    each), speculative runs left out (the fit's closed form has no drafter)."""
+    sources = {name: dict(rows or {}) for name, rows in dict(how.get("sources") or {}).items()}
+    return [r for r in records if r.source in sources and not r.speculative
+            and all(str(getattr(r, k)) == str(v) for k, v in sources[r.source].items())]
+
+
 def observations(records: list[ServingRecord]) -> list[tuple[ServingRecord, str, float]]:
     """(record, metric, measured value) for every metric a record gives."""
     out = []
