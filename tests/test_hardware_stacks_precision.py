@@ -10,7 +10,7 @@ import yaml
 
 from simlab.common.errors import InputError
 from simlab.config.hardware import RooflineHardware
-from simlab.hardware.precision import KV_BYTES, WEIGHT_BYTES, peak_flop_per_s
+from simlab.hardware.precision import EXPERT_PRECISIONS, KV_BYTES, PRECISIONS, WEIGHT_BYTES, peak_flop_per_s
 from simlab.hardware.roofline import RooflineCostModel, target_kernels
 from simlab.hardware.roofline_build import build_roofline
 from simlab.hardware.specs import get_gpu, get_model
@@ -56,7 +56,7 @@ def test_fp8_gemms_run_at_the_fp8_peak_and_fp4_bytes_carry_their_scales():
     assert peak_flop_per_s(gpu, "fp8") == 2 * gpu.bf16_flop_per_s
     assert peak_flop_per_s(gpu, "fp4") == 4 * gpu.bf16_flop_per_s
     assert peak_flop_per_s(get_gpu("h100-sxm"), "fp4") is None
-    assert WEIGHT_BYTES == {"bf16": 2, "fp8": 1, "fp4": 0.5625} and KV_BYTES == {"bf16": 2, "fp8": 1}
+    assert WEIGHT_BYTES == {"bf16": 2, "fp8": 1, "fp4": 0.5625, "mxfp4": 0.53125} and KV_BYTES == {"bf16": 2, "fp8": 1}
     model = get_model("qwen3-8b")
     bf16, fp8 = plain(), plain(precision="fp8")
     # a large prefill is compute-bound: its decoder-layer GEMMs run at the FP8 peak (1,979 against 989 TFLOP/s)
@@ -160,4 +160,7 @@ def test_the_config_accepts_exactly_the_stacks_and_precisions_the_hardware_layer
 
     accepted = {name: set(get_args(RooflineHardware.model_fields[name].annotation))
                 for name in ("stack", "precision", "kv_precision")}
-    assert accepted == {"stack": set(STACKS), "precision": set(WEIGHT_BYTES), "kv_precision": set(KV_BYTES)}
+    assert accepted == {"stack": set(STACKS), "precision": set(PRECISIONS), "kv_precision": set(KV_BYTES)}
+    (experts,) = [a for a in get_args(RooflineHardware.model_fields["expert_precision"].annotation) if a is not None
+                  and a is not type(None)]
+    assert set(get_args(experts)) == set(EXPERT_PRECISIONS) == set(WEIGHT_BYTES)

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, Optional, Union
 
-from pydantic import Field, NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt, model_validator
+from pydantic import (Field, NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt, model_serializer,
+                      model_validator)
 
 from simlab.config.base import StrictModel
 
@@ -107,7 +108,8 @@ class RooflineHardware(StrictModel):
     """A roofline model: a GPU spec x a model config (see ``simlab profiles list`` and docs/hardware.md).
 
     ``stack`` is the serving engine the model stands for (its step overheads, attention kernel, CUDA-graph sizes),
-    ``precision`` the format of the decoder layers' weights and ``kv_precision`` the KV cache's. ``calibration``
+    ``precision`` the format of the decoder layers' weights and ``kv_precision`` the KV cache's;
+    ``expert_precision`` (a mixture of experts) the routed experts' when they ship in another (DeepSeek-V4: mxfp4). ``calibration``
     picks the efficiencies: ``auto`` (the default) the GPU's fit to public measurements for that stack, ``none``
     the constant efficiencies. Every tuning parameter given overrides the calibration's value; left out, it takes
     the calibration's (or, with ``none``, the default documented in docs/hardware.md). ``tensor_parallel`` splits
@@ -122,6 +124,7 @@ class RooflineHardware(StrictModel):
     stack: Literal["vllm", "sglang", "trtllm", "eager"] = "vllm"
     precision: Literal["bf16", "fp8", "fp4"] = "bf16"
     kv_precision: Literal["bf16", "fp8"] = "bf16"
+    expert_precision: Optional[Literal["bf16", "fp8", "fp4", "mxfp4"]] = None
     tensor_parallel: PositiveInt = Field(default=1, le=64)
     expert_parallel: PositiveInt = Field(default=1, le=1024)
     calibration: str = "auto"
@@ -147,6 +150,15 @@ class RooflineHardware(StrictModel):
     alltoall_latency_s: Optional[NonNegativeFloat] = None
     alltoall_efficiency: Optional[float] = Field(default=None, gt=0.0, le=1.0)
     moe_layer_overhead_s: Optional[NonNegativeFloat] = None
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: Any) -> dict[str, Any]:
+        # left out, expert_precision is not written: scenarios' dumps (and the study points hashed from them)
+        # stay as they were before the field existed
+        out = handler(self)
+        if out.get("expert_precision", 0) is None:
+            del out["expert_precision"]
+        return out
 
     @model_validator(mode="after")
     def _buckets(self) -> "RooflineHardware":

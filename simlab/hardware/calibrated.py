@@ -33,11 +33,13 @@ ATTENTION_KERNELS_PER_LAYER = 1
 def elementwise_bytes_per_token(model: ModelConfig, tensor_parallel: int) -> float:
     """Bytes one token's elementwise kernels move in one layer on one GPU: two fused add+norms (read x and the
     residual, write both: 4h each), rotary on q and k (read and write), the gated activation (read gate and up,
-    write one), all bf16."""
+    write one), all bf16 (with mHC's residual streams, the adds and norms move every stream)."""
     tp = tensor_parallel
     q_dim = model.num_heads * model.head_dim / tp
     kv_dim = kv_heads_per_gpu(model, tp) * model.head_dim
-    return BF16_BYTES * (8 * model.hidden_size + 2 * (q_dim + kv_dim) + 3 * model.active_intermediate_size / tp)
+    streams = model.compressed.hc_mult if model.compressed is not None else 1  # mHC: residual streams to mix
+    return BF16_BYTES * (8 * model.hidden_size * streams + 2 * (q_dim + kv_dim)
+                         + 3 * model.active_intermediate_size / tp)
 
 
 class CalibratedDevice(Device):
@@ -79,7 +81,9 @@ class CalibratedRooflineCostModel(RooflineCostModel):
         self._elem_token_s = (model.num_layers * elementwise_bytes_per_token(model, tp) / device.elem_bytes_per_s)
         kernels = model.num_layers * (ELEMENTWISE_KERNELS_PER_LAYER + ATTENTION_KERNELS_PER_LAYER)
         self._fixed_s = self._ar_fixed_s + params.step_overhead_s + kernels * params.kernel_launch_s + self._moe_fixed_s
-        self._kv_token_s = self.kv_bytes_per_token / device.attn_bytes_per_s
+        self._kv_token_s = self.kv_read_bytes_per_token / device.attn_bytes_per_s
+        if model.compressed is not None:
+            self._capped_entry_s = self._capped_entry_s * device.bytes_per_s / device.attn_bytes_per_s
         self._request_s = params.request_overhead_s
         self._width = device.width
 
@@ -104,21 +108,37 @@ class CalibratedRooflineCostModel(RooflineCostModel):
             return 0.0
         return context_tokens * knee(self._kv_token_s, self._attn_pair_s * queries_per_request, self._width)
 
+    def _compressed_attention_s(self, b: Any, c: Any, requests: Any) -> Any:
+        """Compressed attention over ``b`` queries of ``requests`` requests holding ``c`` context: the linear part
+        and the capped entries at the mean context, one knee (scalars or arrays)."""
+        entries = self.compressed.capped_entries(self.model.num_layers, c / requests)
+        kv_s = self._kv_token_s * c + self._capped_entry_s * entries * requests
+        flop_s = self._attn_pair_s * (b / requests) * c + self._capped_flop_s * entries * b
+        if isinstance(kv_s, np.ndarray):
+            return np.where(c > 0.0, knee_array(kv_s, flop_s, self._width), 0.0)
+        return knee(kv_s, flop_s, self._width) if c > 0.0 else 0.0
+
     def _verify_one(self, b: float, padded: float, c: float, requests: float, routed_tokens: float) -> float:
-        gpu = self._linear_s(padded, padded, None, routed_tokens) + self._attention_s(b / requests, c)
+        attention = (self._attention_s(b / requests, c) if self.compressed is None
+                     else self._compressed_attention_s(b, c, requests))
+        gpu = self._linear_s(padded, padded, None, routed_tokens, routed_tokens) + attention
         return self._floored(gpu, padded) + self._fixed_s + self._request_s * requests
 
     def _verify_array(self, batch_tokens: Any, context_tokens: Any, num_requests: Any) -> np.ndarray:
         b0 = np.asarray(batch_tokens, dtype=float)
         b, padded, c, requests, routed = self._grouped_array(
             b0, np.asarray(context_tokens, dtype=float), np.maximum(np.asarray(num_requests, dtype=float), 1.0))
-        linear = (gemm_array(self._body_weight_s, self._body_flop_token_s * padded, padded, self._width)
-                  + gemm_array(self._head_weight_s, self._head_flop_token_s * padded, padded, self._width)
+        body = gemm_array(self._body_weight_s, self._body_flop_token_s * padded, padded, self._width)
+        if self._routed:  # added in _linear_s's order, so that a step costs the same bits either way
+            body = body + gemm_array(self._routed_read_s * self.routed_share(routed),
+                                     self._routed_token_s * routed, routed, self._width)
+        linear = (body + gemm_array(self._head_weight_s, self._head_flop_token_s * padded, padded, self._width)
                   + (self._elem_token_s + self._ar_token_s) * padded)
-        if self._routed:
-            linear = linear + gemm_array(self._routed_read_s * self.routed_share(routed),
-                                         self._routed_token_s * routed, routed, self._width)
-        attention = np.maximum(c, 0.0) * knee_array(self._kv_token_s, self._attn_pair_s * (b / requests), self._width)
+        if self.compressed is None:
+            attention = np.maximum(c, 0.0) * knee_array(self._kv_token_s, self._attn_pair_s * (b / requests),
+                                                        self._width)
+        else:
+            attention = self._compressed_attention_s(b, np.maximum(c, 0.0), requests)
         cost = self._floored_array(linear + attention, padded) + self._fixed_s + self._request_s * requests
         return np.where(b0 > 0, cost, 0.0)
 
@@ -129,7 +149,12 @@ class CalibratedRooflineCostModel(RooflineCostModel):
         d, c, r, p, pairs, routed = self._mixed_group(decode_tokens, context_tokens, num_requests, prefill_tokens,
                                                       prefill_attn_pairs)
         requests = max(r, 1.0) if d > 0 else 0.0
-        attention = self._attention_s(d / requests, c) if d > 0 else 0.0
+        if d <= 0:
+            attention = 0.0
+        elif self.compressed is None:
+            attention = self._attention_s(d / requests, c)
+        else:
+            attention = self._compressed_attention_s(d, c, requests)
         # logits only for the decode tokens and, of a prefill chunk, its last token
         head_tokens = d if d > 0 else 1.0
         # a prefill chunk's FLOPs (GEMMs and causal attention) run at prefill_efficiency of the decode GEMMs' rate
@@ -137,6 +162,8 @@ class CalibratedRooflineCostModel(RooflineCostModel):
         gpu = (self._linear_s(d + p, head_tokens, d + p * scale,
                               routed, routed - prefill_tokens + prefill_tokens * scale) + attention
                + self._prefill_pair_s * pairs * scale)
+        if self.compressed is not None:
+            gpu += self._capped_flop_s * self._prefill_capped_entries(p, pairs) * p * scale
         return max(gpu, self._launch_floor_s) + self._fixed_s + self._request_s * (requests + 1.0)
 
     # ----------------------------------------------------------------------------------------- provenance

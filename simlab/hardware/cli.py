@@ -98,9 +98,16 @@ def list_command() -> None:
     for cfg in MODELS.values():
         params = f"{cfg.total_params / 1e9:.2f}" + (f" ({cfg.active_params / 1e9:.2f} active)" if cfg.is_moe else "")
         models.add_row(cfg.name, cfg.hf_id, params, str(cfg.num_layers), str(cfg.hidden_size),
-                       f"{cfg.num_heads} / {'MLA' if cfg.is_mla else cfg.num_kv_heads}",
-                       f"{cfg.kv_bytes_per_token():,}")
+                       f"{cfg.num_heads} / {_kv_kind(cfg)}", f"{cfg.kv_bytes_per_token():,.0f}")
     console.print(models)
+
+
+def _kv_kind(cfg) -> str:
+    """The KV heads column: a count, or the attention that caches something else (MLA's latent, V4's
+    compressed entries)."""
+    if cfg.compressed is not None:
+        return f"{cfg.num_kv_heads} (window + CSA/HCA)"
+    return "MLA" if cfg.is_mla else str(cfg.num_kv_heads)
 
 
 DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}

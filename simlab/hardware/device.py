@@ -59,6 +59,7 @@ class RooflineParams:
     # the routed-expert kernels' fixed time per MoE layer and forward (routing, token sort, the grouped GEMMs'
     # launch and tail), fitted per stack on MoE engine measurements; 0 for a dense model
     moe_layer_overhead_s: float = 0.0
+    expert_precision: Optional[str] = None  # the routed experts' weights (None: precision's)
     calibration: str = "none"
 
     @property
@@ -66,7 +67,10 @@ class RooflineParams:
         return self.calibration != "none"
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        out = asdict(self)
+        if out["expert_precision"] is None:  # the experts in ``precision``: as before the field existed
+            del out["expert_precision"]
+        return out
 
 
 class Device:

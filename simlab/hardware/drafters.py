@@ -52,6 +52,11 @@ class ForwardShape:
     routed_bytes: float = 0.0
     alltoall: Optional[AllToAll] = None
     moe_layer_overhead_s: float = 0.0
+    # sliding-window layers (a DeepSeek-V4 target's MTP and drafter layers): per request, min(context,
+    # window_tokens) entries of window_bytes_per_entry, each query attending them at window_flops_per_entry
+    window_tokens: int = 0
+    window_bytes_per_entry: float = 0.0
+    window_flops_per_entry: float = 0.0
 
     def time_s(self, device: Device, hidden_size: int, tokens: float, num_requests: float,
                context_tokens: float, layout: Optional[MoeLayout] = None, routed_scale: float = 1.0) -> float:
@@ -61,12 +66,17 @@ class ForwardShape:
         attn_flops = self.attn_flops_per_query_context * queries_per_request * context_tokens
         weight_bytes = self.weight_bytes
         extra_s = 0.0
+        kv_bytes = self.kv_bytes_per_context_token * context_tokens
+        if self.window_tokens:
+            entries = min(context_tokens / max(num_requests, 1.0), float(self.window_tokens))
+            kv_bytes += self.window_bytes_per_entry * entries * num_requests
+            attn_flops += self.window_flops_per_entry * entries * tokens
         if self.routed_bytes and layout is not None:
             weight_bytes += self.routed_bytes * float(layout.routed_share(tokens * routed_scale))
             extra_s = self.moe_layer_overhead_s
             if self.alltoall is not None:
                 extra_s += self.alltoall.layer_s(tokens / device.tp)
-        return device.forward_parts_s(weight_bytes, self.kv_bytes_per_context_token * context_tokens,
+        return device.forward_parts_s(weight_bytes, kv_bytes,
                                       self.logit_bytes_per_request * num_requests, self.flops_per_token * tokens,
                                       attn_flops, tokens, self.num_allreduces, hidden_size, self.kernels) + extra_s
 
@@ -87,8 +97,18 @@ class RooflineDrafter:
         kv_bytes = model.kv_bytes_per_token(kv_heads_per_gpu(model, tp), KV_BYTES[params.kv_precision])
         kv_per_layer = kv_bytes / model.num_layers
         attn_per_layer = 1.0 * model.attention_flops_per_pair / tp
+        window: dict = {}
+        if model.compressed is not None:  # every drafter layer attends a sliding window (as V4's MTP layer does)
+            entry = model.kv_entry_bytes(KV_BYTES[params.kv_precision])[0]
+            window = {"window_tokens": model.compressed.window_tokens, "window_bytes_per_entry": entry,
+                      "window_flops_per_entry": attn_per_layer}
+            kv_per_layer = attn_per_layer = 0.0
 
         def shape(matmul_params: float, extra_params: float, layers: int, kernels: int, **kw: float) -> ForwardShape:
+            if window and layers:
+                kw = {**kw, "window_tokens": window["window_tokens"],
+                      "window_bytes_per_entry": layers * window["window_bytes_per_entry"],
+                      "window_flops_per_entry": layers * window["window_flops_per_entry"]}
             return ForwardShape(
                 weight_bytes=(matmul_params + extra_params) * BF16_BYTES / tp,
                 kv_bytes_per_context_token=layers * kv_per_layer,
@@ -117,7 +137,8 @@ class RooflineDrafter:
             self.mtp_step = replace(
                 self.mtp_step,
                 weight_bytes=(body * bytes_per_param + (model.lm_head_params + norms) * BF16_BYTES) / tp,
-                routed_bytes=routed * bytes_per_param / layout.expert_holders,
+                routed_bytes=(routed * WEIGHT_BYTES[params.expert_precision or params.precision]
+                              / layout.expert_holders),
                 num_allreduces=1 if alltoall else self.mtp_step.num_allreduces,
                 alltoall=alltoall, moe_layer_overhead_s=params.moe_layer_overhead_s)
         layers = params.draft_layers

@@ -10,6 +10,12 @@ llm-compressor's FP8-dynamic) leave ``lm_head`` unquantised, and engines keep th
 - ``fp8`` (E4M3, per-channel or per-block scales, whose bytes are negligible): 1 byte a weight.
 - ``fp4`` (NVFP4: E2M1 values with one E4M3 scale per block of 16): 0.5 + 1/16 = 0.5625 bytes a weight.
   Blackwell (B200) only: Hopper and Ampere have no FP4 tensor cores.
+- ``mxfp4`` (E2M1 values with one E8M0 scale per block of 32): 0.5 + 1/32 = 0.53125 bytes a weight; only as
+  ``expert_precision``, the format DeepSeek-V4 ships its routed experts in.
+
+``expert_precision`` sets the routed experts' bytes only: their GEMMs run at ``precision``'s peak (the
+activations' format sets the tensor-core rate; on Hopper FP4 experts are dequantised in the kernel, as vLLM's
+MXFP4 MoE kernels do), so on any GPU it is a weight-only format.
 """
 
 from __future__ import annotations
@@ -20,9 +26,11 @@ from simlab.common.errors import InputError
 from simlab.hardware.specs import GpuSpec
 
 NVFP4_BLOCK = 16  # values sharing one 1-byte scale
-WEIGHT_BYTES = {"bf16": 2, "fp8": 1, "fp4": 0.5 + 1.0 / NVFP4_BLOCK}
+MXFP4_BLOCK = 32
+WEIGHT_BYTES = {"bf16": 2, "fp8": 1, "fp4": 0.5 + 1.0 / NVFP4_BLOCK, "mxfp4": 0.5 + 1.0 / MXFP4_BLOCK}
 KV_BYTES = {"bf16": 2, "fp8": 1}
-PRECISIONS = tuple(WEIGHT_BYTES)
+PRECISIONS = ("bf16", "fp8", "fp4")
+EXPERT_PRECISIONS = tuple(WEIGHT_BYTES)
 KV_PRECISIONS = tuple(KV_BYTES)
 
 

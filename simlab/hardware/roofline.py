@@ -24,6 +24,7 @@ from simlab.hardware.base import ArrayOrFloat, CostModel, is_array
 from simlab.hardware.buckets import Buckets
 from simlab.hardware.device import (
     KV_BLOCK_TOKENS,
+    PROFILE_SAMPLED_ROWS,
     Device,
     RooflineParams,
     default_activation_reserve_bytes,
@@ -68,14 +69,17 @@ class RooflineCostModel(CostModel):
         self.device = device = self.device_class(gpu, tensor_parallel, params)
         tp = tensor_parallel
         self.weight_bytes_per_param = WEIGHT_BYTES[params.precision]
-        self.weight_bytes = model.weight_bytes_at(self.weight_bytes_per_param)  # every parameter, all GPUs
-        routed_bytes = model.routed_expert_params * self.weight_bytes_per_param
+        # the routed experts may ship in their own format (DeepSeek-V4: MXFP4 experts, FP8 elsewhere)
+        expert_bytes = WEIGHT_BYTES[params.expert_precision] if params.expert_precision else None
+        self.weight_bytes = model.weight_bytes_at(self.weight_bytes_per_param, expert_bytes)  # all GPUs
+        routed_bytes = model.routed_expert_params * (expert_bytes or self.weight_bytes_per_param)
         holders = layout.expert_holders
         # per GPU: the routed experts over their holders, everything else split tp ways
         self.weight_bytes_per_gpu = (self.weight_bytes / tp if expert_parallel == 1
                                      else (self.weight_bytes - routed_bytes) / tp + routed_bytes / holders)
         self.weight_read_bytes = model.read_bytes_at(self.weight_bytes_per_param) / tp  # per GPU, per forward
-        self.kv_bytes_per_token = model.kv_bytes_per_token(kv_heads_per_gpu(model, tp), KV_BYTES[params.kv_precision])
+        kv_heads, kv_element = kv_heads_per_gpu(model, tp), KV_BYTES[params.kv_precision]
+        self.kv_bytes_per_token = model.kv_bytes_per_token(kv_heads, kv_element)
         body_bytes = model.always_read_matmul_params * self.weight_bytes_per_param / tp
         self._mem_fixed_s = (body_bytes / device.matmul_bytes_per_s
                              + (self.weight_read_bytes - body_bytes) / device.bytes_per_s)
@@ -85,13 +89,23 @@ class RooflineCostModel(CostModel):
         self._routed_read_s = routed_bytes / holders / device.matmul_bytes_per_s if model.is_moe else 0.0
         self._routed_token_s = (2.0 * model.active_routed_params / holders / device.matmul_flop_per_s
                                 if model.is_moe else 0.0)
-        self._mem_per_context_s = self.kv_bytes_per_token / device.bytes_per_s
+        self.kv_read_bytes_per_token = model.kv_read_bytes_per_context_token(kv_heads, kv_element)
+        self._mem_per_context_s = self.kv_read_bytes_per_token / device.bytes_per_s
         non_routed = model.always_read_matmul_params if model.is_moe else model.body_matmul_params
         self._decode_token_s = (2.0 * non_routed / tp / device.matmul_flop_per_s
                                 + 2.0 * model.lm_head_params / tp / device.flop_per_s)
         self._prefill_token_s = 2.0 * non_routed / tp / device.matmul_flop_per_s
-        self._attn_pair_s = 1.0 * model.num_layers * model.attention_flops_per_pair / tp / device.flop_per_s
-        self._prefill_pair_s = 1.0 * model.num_layers * model.prefill_attention_flops_per_pair / tp / device.flop_per_s
+        self._attn_pair_s = model.attention_flops_per_context_token / tp / device.flop_per_s
+        # compressed attention (DeepSeek-V4): per request, the window's and CSA's selected entries, capped
+        self.compressed = model.compressed
+        self._window_bytes = 0.0
+        if model.compressed is not None:
+            entry = model.kv_entry_bytes(kv_element)[0]
+            self._capped_entry_s = entry / device.bytes_per_s
+            self._capped_flop_s = model.attention_flops_per_pair / tp / device.flop_per_s
+            self._window_bytes = model.compressed.window_bytes_per_sequence(model.num_layers, entry)
+        self._prefill_pair_s = (1.0 * model.num_layers * model.prefill_attention_flops_per_pair / tp / device.flop_per_s
+                                if model.compressed is None else self._attn_pair_s)
         # communication: all-reduces within the tensor-parallel group (two a layer; with data-parallel attention one
         # a layer and one a dense MLP, the MoE layers' tokens moving by all-to-all instead)
         num_allreduces = (model.num_layers + model.num_dense_layers) if layout.uses_alltoall else 2 * model.num_layers
@@ -161,6 +175,10 @@ class RooflineCostModel(CostModel):
         queries_per_request = b / requests
         memory = self._mem_fixed_s + self._mem_per_context_s * c
         compute = self._decode_token_s * padded + self._attn_pair_s * queries_per_request * c
+        if self.compressed is not None:
+            entries = self.compressed.capped_entries(self.model.num_layers, c / requests)
+            memory += self._capped_entry_s * entries * requests
+            compute += self._capped_flop_s * entries * b
         if self._routed:
             memory += self._routed_read_s * float(self.routed_share(routed_tokens))
             compute += self._routed_token_s * routed_tokens
@@ -184,6 +202,10 @@ class RooflineCostModel(CostModel):
         queries_per_request = b / requests
         memory = self._mem_fixed_s + self._mem_per_context_s * c
         compute = self._decode_token_s * padded + self._attn_pair_s * queries_per_request * c
+        if self.compressed is not None:
+            entries = self.compressed.capped_entries(self.model.num_layers, c / requests)
+            memory = memory + self._capped_entry_s * entries * requests
+            compute = compute + self._capped_flop_s * entries * b
         if self._routed:
             memory = memory + self._routed_read_s * self.routed_share(routed)
             compute = compute + self._routed_token_s * routed
@@ -223,11 +245,22 @@ class RooflineCostModel(CostModel):
             + self._attn_pair_s * queries_per_request * c
             + (self._prefill_token_s * p + self._prefill_pair_s * pairs) / efficiency
         )
+        if self.compressed is not None:
+            entries = self.compressed.capped_entries(self.model.num_layers, c / r) if r > 0 and d > 0 else 0.0
+            memory += self._capped_entry_s * entries * r
+            compute += self._capped_flop_s * (entries * d + self._prefill_capped_entries(p, pairs) * p / efficiency)
         if self._routed:
             memory += self._routed_read_s * float(self.routed_share(routed))
             compute += (self._routed_token_s * (routed - prefill_tokens)
                         + self._routed_token_s * prefill_tokens / efficiency)
         return (max(memory, compute, self._launch_floor_s) + self._ar_token_s * (d + p) + self._fixed_s)
+
+    def _prefill_capped_entries(self, prefill_tokens: float, attn_pairs: float) -> float:
+        """Compressed attention: the capped entries a prefill token attends, at the chunk's mean position
+        (``attn_pairs / prefill_tokens``: each chunk's pairs are its tokens times their mean prior context)."""
+        if prefill_tokens <= 0 or self.compressed is None:
+            return 0.0
+        return float(self.compressed.capped_entries(self.model.num_layers, attn_pairs / prefill_tokens))
 
     # ----------------------------------------------------------------------------------------- drafter
     def _drafting_group(self, num_requests: float, context_tokens: float) -> tuple[float, float, float]:
@@ -250,7 +283,10 @@ class RooflineCostModel(CostModel):
 
     def _kv_budget_bytes(self) -> float:
         usable = self.params.gpu_memory_utilization * self.gpu.memory_bytes
-        return usable - self.weight_bytes_per_gpu - self.activation_reserve_bytes()
+        # compressed attention's sliding window: a fixed KV per sequence, reserved for the engine's default
+        # max_num_seqs (0.0 for other attention)
+        windows = PROFILE_SAMPLED_ROWS * self._window_bytes
+        return usable - self.weight_bytes_per_gpu - self.activation_reserve_bytes() - windows
 
     def _capacity_tokens(self) -> int:
         """KV tokens one replica holds: a whole number of blocks per attention group, each group holding its own

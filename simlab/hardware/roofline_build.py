@@ -33,6 +33,10 @@ def build_roofline(cfg: RooflineHardware, *, file: Optional[str] = None, field: 
     buckets = Buckets(stack.capture_sizes) if cfg.cuda_graph_buckets == "default" else \
         Buckets.from_config(cfg.cuda_graph_buckets)
     tp, ep = cfg.tensor_parallel, cfg.expert_parallel
+    if cfg.expert_precision is not None and not model.is_moe:
+        raise InputError(f"expert_precision applies to a mixture of experts; {model.name} is dense", file=file,
+                         field=_subfield(field, "expert_precision"), value=cfg.expert_precision,
+                         valid="leave it out (or a model such as deepseek-v4-flash)")
     if ep > 1:
         _check_expert_parallel(model, tp, ep, file=file, field=_subfield(field, "expert_parallel"))
     if tp <= MAX_TENSOR_PARALLEL and _splits(model, tp):

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from simlab.common.errors import InputError
+from simlab.hardware.compressed_attention import CompressedAttention
 
 GIB = 2**30
 BF16_BYTES = 2
@@ -56,6 +57,9 @@ class ModelConfig:
     q_lora_rank: int = 0
     qk_rope_head_dim: int = 0
     v_head_dim: int = 0
+    # DeepSeek-V4's sliding-window + compressed attention (simlab.hardware.compressed_attention): one shared KV
+    # head of head_dim (its last qk_rope_head_dim dims rotary), low-rank q through q_lora_rank
+    compressed: Optional[CompressedAttention] = None
 
     @property
     def is_moe(self) -> bool:
@@ -68,6 +72,9 @@ class ModelConfig:
     @property
     def attention_params_per_layer(self) -> int:
         """q, k, v and o projections (no biases); with MLA the down- and up-projections of q and of the KV latent."""
+        if self.compressed is not None:
+            return self.compressed.attention_params_per_layer(self.hidden_size, self.num_heads, self.head_dim,
+                                                              self.q_lora_rank)
         if self.is_mla:
             qk = self.head_dim + self.qk_rope_head_dim  # head_dim is the no-rope part of q and k
             q = (self.hidden_size * self.q_lora_rank + self.q_lora_rank * self.num_heads * qk if self.q_lora_rank
@@ -78,6 +85,14 @@ class ModelConfig:
         q_dim = self.num_heads * self.head_dim
         kv_dim = self.num_kv_heads * self.head_dim
         return self.hidden_size * (q_dim + 2 * kv_dim) + q_dim * self.hidden_size
+
+    @property
+    def attention_params(self) -> int:
+        """Every layer's attention matmuls (with compressed attention, its compressors and indexers too)."""
+        total = self.num_layers * self.attention_params_per_layer
+        if self.compressed is not None:
+            total += self.compressed.compressor_params(self.hidden_size, self.head_dim, self.q_lora_rank)
+        return total
 
     @property
     def num_moe_layers(self) -> int:
@@ -117,6 +132,9 @@ class ModelConfig:
 
     @property
     def norm_params_per_layer(self) -> int:
+        if self.compressed is not None:
+            return self.compressed.small_params_per_layer(self.hidden_size, self.num_heads, self.head_dim,
+                                                          self.q_lora_rank)
         if self.is_mla:
             return 2 * self.hidden_size + self.kv_lora_rank + self.q_lora_rank
         return 2 * self.hidden_size + (2 * self.head_dim if self.qk_norm else 0)
@@ -134,7 +152,7 @@ class ModelConfig:
         if not self.is_moe:
             return self.body_matmul_params
         moe_fixed = self.hidden_size * self.num_experts + self.num_shared_experts * self.expert_params
-        return (self.num_layers * self.attention_params_per_layer
+        return (self.attention_params
                 + self.num_dense_layers * 3 * self.hidden_size * self.intermediate_size
                 + self.num_moe_layers * moe_fixed)
 
@@ -168,7 +186,7 @@ class ModelConfig:
         """Matmul parameters each token multiplies through in the decoder layers (2 FLOPs each)."""
         if self.is_moe:
             return self.always_read_matmul_params + self.active_routed_params
-        return self.num_layers * (self.attention_params_per_layer + self.mlp_params_per_layer)
+        return self.attention_params + self.num_layers * self.mlp_params_per_layer
 
     @property
     def active_params(self) -> int:
@@ -180,11 +198,16 @@ class ModelConfig:
     def weight_bytes(self) -> int:
         return self.total_params * BF16_BYTES
 
-    def weight_bytes_at(self, bytes_per_matmul_weight: float) -> float:
+    def weight_bytes_at(self, bytes_per_matmul_weight: float, bytes_per_expert_weight: Optional[float] = None
+                        ) -> float:
         """Bytes of every parameter held in memory when the decoder layers' matmul weights take
-        ``bytes_per_matmul_weight`` each (the embedding, LM head and norms stay bf16)."""
+        ``bytes_per_matmul_weight`` each, the routed experts ``bytes_per_expert_weight`` (default the same), and
+        the embedding, LM head and norms stay bf16."""
         matmul = self.always_read_matmul_params + self.routed_expert_params
-        return matmul * bytes_per_matmul_weight + (self.total_params - matmul) * BF16_BYTES
+        total = matmul * bytes_per_matmul_weight + (self.total_params - matmul) * BF16_BYTES
+        if bytes_per_expert_weight is not None:
+            total += self.routed_expert_params * (bytes_per_expert_weight - bytes_per_matmul_weight)
+        return total
 
     def read_bytes_at(self, bytes_per_matmul_weight: float) -> float:
         """Bytes one decode forward always reads (:attr:`read_params`), matmul weights at
@@ -194,11 +217,39 @@ class ModelConfig:
 
     def kv_bytes_per_token(self, kv_heads: int | None = None, bytes_per_element: float = BF16_BYTES) -> float:
         """K and V for one token in every layer: 2 * layers * kv_heads * head_dim * bytes per element (2: bf16).
-        With MLA the cache holds the KV latent and the rope key: layers * (kv_lora_rank + qk_rope_head_dim)."""
+        With MLA the cache holds the KV latent and the rope key: layers * (kv_lora_rank + qk_rope_head_dim).
+        With compressed attention, the compressed caches (the window's fixed KV is per sequence)."""
+        if self.compressed is not None:
+            entry, index_entry = self.kv_entry_bytes(bytes_per_element)
+            return self.compressed.stored_bytes_per_token(entry, index_entry)
         if self.is_mla:
             return self.num_layers * (self.kv_lora_rank + self.qk_rope_head_dim) * bytes_per_element
         heads = self.num_kv_heads if kv_heads is None else kv_heads
         return 2 * self.num_layers * heads * self.head_dim * bytes_per_element
+
+    def kv_entry_bytes(self, bytes_per_element: float) -> tuple[float, float]:
+        """Compressed attention: the bytes of one KV entry and of one indexer key."""
+        assert self.compressed is not None
+        return (self.compressed.entry_bytes(self.head_dim, self.qk_rope_head_dim, bytes_per_element),
+                self.compressed.index_entry_bytes(bytes_per_element))
+
+    def kv_read_bytes_per_context_token(self, kv_heads: int | None = None,
+                                        bytes_per_element: float = BF16_BYTES) -> float:
+        """KV bytes a decode query reads per context token of its request, the part linear in context: all of
+        the cache for GQA and MLA; for compressed attention the indexer keys and HCA entries (the window and
+        CSA's selected entries are capped: :meth:`CompressedAttention.capped_entries`)."""
+        if self.compressed is not None:
+            entry, index_entry = self.kv_entry_bytes(bytes_per_element)
+            return self.compressed.read_bytes_per_context_token(entry, index_entry)
+        return self.kv_bytes_per_token(kv_heads, bytes_per_element)
+
+    @property
+    def attention_flops_per_context_token(self) -> float:
+        """Attention FLOPs of one query per token of its context, summed over layers (the linear part with
+        compressed attention)."""
+        if self.compressed is not None:
+            return self.compressed.flops_per_context_token(self.attention_flops_per_pair)
+        return 1.0 * self.num_layers * self.attention_flops_per_pair
 
     @property
     def attention_flops_per_pair(self) -> int:
@@ -206,7 +257,7 @@ class ModelConfig:
         decode runs in the latent (absorbed): scores over kv_lora_rank + rope dims, values over kv_lora_rank."""
         if self.is_mla:
             return 2 * self.num_heads * (2 * self.kv_lora_rank + self.qk_rope_head_dim)
-        return 4 * self.num_heads * self.head_dim
+        return 4 * self.num_heads * self.head_dim  # compressed attention too: K and V one 512-wide entry
 
     @property
     def prefill_attention_flops_per_pair(self) -> int:
@@ -219,14 +270,15 @@ class ModelConfig:
 
 
 MOE_AND_MLA_FIELDS = ("num_experts", "experts_per_token", "moe_intermediate_size", "num_shared_experts",
-                      "num_dense_layers", "kv_lora_rank", "q_lora_rank", "qk_rope_head_dim", "v_head_dim")
+                      "num_dense_layers", "kv_lora_rank", "q_lora_rank", "qk_rope_head_dim", "v_head_dim",
+                      "compressed")
 
 
 def model_fields(model: ModelConfig) -> dict:
     """A model's config as a mapping, without the mixture-of-experts and MLA fields a dense GQA model leaves 0."""
     from dataclasses import asdict
 
-    return {k: v for k, v in asdict(model).items() if not (k in MOE_AND_MLA_FIELDS and v == 0)}
+    return {k: v for k, v in asdict(model).items() if not (k in MOE_AND_MLA_FIELDS and v in (0, None))}
 
 
 def expected_experts(tokens, num_experts: int, experts_per_token: int):
@@ -269,6 +321,19 @@ MODELS: dict[str, ModelConfig] = {
         ModelConfig("deepseek-v3", "deepseek-ai/DeepSeek-V3", 61, 7168, 128, 128, 128, 18432, 129280, False, False,
                     num_experts=256, experts_per_token=8, moe_intermediate_size=2048, num_shared_experts=1,
                     num_dense_layers=3, kv_lora_rank=512, q_lora_rank=1536, qk_rope_head_dim=64, v_head_dim=128),
+        # DeepSeek-V4 (docs/research/deepseek-v4-configs.md): one shared 512-wide KV head (448 + 64 rope), a
+        # 128-token window in every layer, CSA (ratio 4, indexer top-k) and HCA (ratio 128) layers; no dense
+        # layers (the first 3 route by token hash); intermediate_size is SGLang's default (no layer uses it)
+        ModelConfig("deepseek-v4-flash", "deepseek-ai/DeepSeek-V4-Flash", 43, 4096, 64, 1, 512, 2048, 129280, False,
+                    False, num_experts=256, experts_per_token=6, moe_intermediate_size=2048, num_shared_experts=1,
+                    q_lora_rank=1024, qk_rope_head_dim=64,
+                    compressed=CompressedAttention(num_csa_layers=21, num_hca_layers=20, index_topk=512,
+                                                   o_groups=8)),
+        ModelConfig("deepseek-v4-pro", "deepseek-ai/DeepSeek-V4-Pro", 61, 7168, 128, 1, 512, 3072, 129280, False,
+                    False, num_experts=384, experts_per_token=6, moe_intermediate_size=3072, num_shared_experts=1,
+                    q_lora_rank=1536, qk_rope_head_dim=64,
+                    compressed=CompressedAttention(num_csa_layers=30, num_hca_layers=31, index_topk=1024,
+                                                   o_groups=16)),
     )
 }
 
