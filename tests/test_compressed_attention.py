@@ -137,3 +137,17 @@ def test_the_shipped_v4_flash_scenario_runs_and_dspark_beats_mtp_1():
     outcomes = simulate(path)
     speed = {name: o.metrics["output_throughput"] for name, o in outcomes.items()}
     assert speed["dspark-5"] > speed["mtp-1"] > speed["no-spec"]
+
+
+def test_an_exported_v4_table_keeps_the_rooflines_kv_per_token(tmp_path):
+    """A table exported from a V4 roofline moves the same KV per token as the roofline (disaggregation's
+    transfer), and its drafter layers, on a sliding window, none per token."""
+    from simlab.hardware.export import table_dict, write_table
+    from simlab.hardware.profiles import load_profile
+
+    cm = v4(calibration="auto", stack="sglang")
+    path = tmp_path / "v4.yaml"
+    write_table(path, table_dict(cm, generator="test", date="2026-12-02"))
+    table = load_profile(path)
+    assert table.kv_transfer_bytes_per_token() == cm.kv_transfer_bytes_per_token()
+    assert table.draft_kv_bytes_per_token("mtp") == cm.draft_kv_bytes_per_token("mtp") == 0.0

@@ -152,6 +152,8 @@ class TableCostModel(CostModel):
         if target is None:
             return None
         model, _, parameters = self._roofline_source()
+        if model.compressed is not None:  # drafter layers on a DeepSeek-V4 target keep only a sliding window
+            return 0.0
         layers = 1 if method in ("eagle3", "mtp") else int(parameters.get("draft_layers", 5))
         return target * layers / model.num_layers
 
