@@ -83,7 +83,7 @@ class CalibratedRooflineCostModel(RooflineCostModel):
         self._fixed_s = self._ar_fixed_s + params.step_overhead_s + kernels * params.kernel_launch_s + self._moe_fixed_s
         self._kv_token_s = self.kv_read_bytes_per_token / device.attn_bytes_per_s
         if model.compressed is not None:
-            self._capped_entry_s = self._capped_entry_s * device.bytes_per_s / device.attn_bytes_per_s
+            self._capped_entry_s = self._capped_entry_bytes / device.attn_bytes_per_s
         self._request_s = params.request_overhead_s
         self._width = device.width
 
@@ -111,7 +111,7 @@ class CalibratedRooflineCostModel(RooflineCostModel):
     def _compressed_attention_s(self, b: Any, c: Any, requests: Any) -> Any:
         """Compressed attention over ``b`` queries of ``requests`` requests holding ``c`` context: the linear part
         and the capped entries at the mean context, one knee (scalars or arrays)."""
-        entries = self.compressed.capped_entries(self.model.num_layers, c / requests)
+        entries = self._capped_entries(c / requests)
         kv_s = self._kv_token_s * c + self._capped_entry_s * entries * requests
         flop_s = self._attn_pair_s * (b / requests) * c + self._capped_flop_s * entries * b
         if isinstance(kv_s, np.ndarray):

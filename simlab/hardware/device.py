@@ -66,6 +66,11 @@ class RooflineParams:
     def calibrated(self) -> bool:
         return self.calibration != "none"
 
+    @property
+    def expert_format(self) -> str:
+        """The routed experts' weight format: ``expert_precision`` when given, else ``precision``."""
+        return self.expert_precision or self.precision
+
     def as_dict(self) -> dict[str, Any]:
         out = asdict(self)
         if out["expert_precision"] is None:  # the experts in ``precision``: as before the field existed

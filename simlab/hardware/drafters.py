@@ -97,18 +97,13 @@ class RooflineDrafter:
         kv_bytes = model.kv_bytes_per_token(kv_heads_per_gpu(model, tp), KV_BYTES[params.kv_precision])
         kv_per_layer = kv_bytes / model.num_layers
         attn_per_layer = 1.0 * model.attention_flops_per_pair / tp
-        window: dict = {}
+        window_tokens, window_entry, window_flops = 0, 0.0, 0.0
         if model.compressed is not None:  # every drafter layer attends a sliding window (as V4's MTP layer does)
-            entry = model.kv_entry_bytes(KV_BYTES[params.kv_precision])[0]
-            window = {"window_tokens": model.compressed.window_tokens, "window_bytes_per_entry": entry,
-                      "window_flops_per_entry": attn_per_layer}
-            kv_per_layer = attn_per_layer = 0.0
+            window_tokens = model.compressed.window_tokens
+            window_entry = model.kv_entry_bytes(KV_BYTES[params.kv_precision])[0]
+            window_flops, kv_per_layer, attn_per_layer = attn_per_layer, 0.0, 0.0
 
         def shape(matmul_params: float, extra_params: float, layers: int, kernels: int, **kw: float) -> ForwardShape:
-            if window and layers:
-                kw = {**kw, "window_tokens": window["window_tokens"],
-                      "window_bytes_per_entry": layers * window["window_bytes_per_entry"],
-                      "window_flops_per_entry": layers * window["window_flops_per_entry"]}
             return ForwardShape(
                 weight_bytes=(matmul_params + extra_params) * BF16_BYTES / tp,
                 kv_bytes_per_context_token=layers * kv_per_layer,
@@ -116,6 +111,9 @@ class RooflineDrafter:
                 attn_flops_per_query_context=layers * attn_per_layer,
                 num_allreduces=2 * layers,
                 kernels=kernels,
+                window_tokens=window_tokens if layers else 0,
+                window_bytes_per_entry=layers * window_entry,
+                window_flops_per_entry=layers * window_flops,
                 **kw,  # type: ignore[arg-type]
             )
 
@@ -137,8 +135,7 @@ class RooflineDrafter:
             self.mtp_step = replace(
                 self.mtp_step,
                 weight_bytes=(body * bytes_per_param + (model.lm_head_params + norms) * BF16_BYTES) / tp,
-                routed_bytes=(routed * WEIGHT_BYTES[params.expert_precision or params.precision]
-                              / layout.expert_holders),
+                routed_bytes=routed * WEIGHT_BYTES[params.expert_format] / layout.expert_holders,
                 num_allreduces=1 if alltoall else self.mtp_step.num_allreduces,
                 alltoall=alltoall, moe_layer_overhead_s=params.moe_layer_overhead_s)
         layers = params.draft_layers

@@ -70,9 +70,9 @@ class RooflineCostModel(CostModel):
         tp = tensor_parallel
         self.weight_bytes_per_param = WEIGHT_BYTES[params.precision]
         # the routed experts may ship in their own format (DeepSeek-V4: MXFP4 experts, FP8 elsewhere)
-        expert_bytes = WEIGHT_BYTES[params.expert_precision] if params.expert_precision else None
+        expert_bytes = WEIGHT_BYTES[params.expert_format]
         self.weight_bytes = model.weight_bytes_at(self.weight_bytes_per_param, expert_bytes)  # all GPUs
-        routed_bytes = model.routed_expert_params * (expert_bytes or self.weight_bytes_per_param)
+        routed_bytes = model.routed_expert_params * expert_bytes
         holders = layout.expert_holders
         # per GPU: the routed experts over their holders, everything else split tp ways
         self.weight_bytes_per_gpu = (self.weight_bytes / tp if expert_parallel == 1
@@ -100,7 +100,7 @@ class RooflineCostModel(CostModel):
         self.compressed = model.compressed
         self._window_bytes = 0.0
         if model.compressed is not None:
-            entry = model.kv_entry_bytes(kv_element)[0]
+            self._capped_entry_bytes = entry = model.kv_entry_bytes(kv_element)[0]
             self._capped_entry_s = entry / device.bytes_per_s
             self._capped_flop_s = model.attention_flops_per_pair / tp / device.flop_per_s
             self._window_bytes = model.compressed.window_bytes_per_sequence(model.num_layers, entry)
@@ -176,7 +176,7 @@ class RooflineCostModel(CostModel):
         memory = self._mem_fixed_s + self._mem_per_context_s * c
         compute = self._decode_token_s * padded + self._attn_pair_s * queries_per_request * c
         if self.compressed is not None:
-            entries = self.compressed.capped_entries(self.model.num_layers, c / requests)
+            entries = self._capped_entries(c / requests)
             memory += self._capped_entry_s * entries * requests
             compute += self._capped_flop_s * entries * b
         if self._routed:
@@ -203,7 +203,7 @@ class RooflineCostModel(CostModel):
         memory = self._mem_fixed_s + self._mem_per_context_s * c
         compute = self._decode_token_s * padded + self._attn_pair_s * queries_per_request * c
         if self.compressed is not None:
-            entries = self.compressed.capped_entries(self.model.num_layers, c / requests)
+            entries = self._capped_entries(c / requests)
             memory = memory + self._capped_entry_s * entries * requests
             compute = compute + self._capped_flop_s * entries * b
         if self._routed:
@@ -246,7 +246,7 @@ class RooflineCostModel(CostModel):
             + (self._prefill_token_s * p + self._prefill_pair_s * pairs) / efficiency
         )
         if self.compressed is not None:
-            entries = self.compressed.capped_entries(self.model.num_layers, c / r) if r > 0 and d > 0 else 0.0
+            entries = self._capped_entries(c / r) if r > 0 and d > 0 else 0.0
             memory += self._capped_entry_s * entries * r
             compute += self._capped_flop_s * (entries * d + self._prefill_capped_entries(p, pairs) * p / efficiency)
         if self._routed:
@@ -255,12 +255,17 @@ class RooflineCostModel(CostModel):
                         + self._routed_token_s * prefill_tokens / efficiency)
         return (max(memory, compute, self._launch_floor_s) + self._ar_token_s * (d + p) + self._fixed_s)
 
+    def _capped_entries(self, context_per_request: ArrayOrFloat) -> ArrayOrFloat:
+        """Compressed attention: the window's and CSA's selected entries a query attends over all layers, at its
+        request's (mean) context."""
+        return self.compressed.capped_entries(self.model.num_layers, context_per_request)
+
     def _prefill_capped_entries(self, prefill_tokens: float, attn_pairs: float) -> float:
         """Compressed attention: the capped entries a prefill token attends, at the chunk's mean position
         (``attn_pairs / prefill_tokens``: each chunk's pairs are its tokens times their mean prior context)."""
         if prefill_tokens <= 0 or self.compressed is None:
             return 0.0
-        return float(self.compressed.capped_entries(self.model.num_layers, attn_pairs / prefill_tokens))
+        return float(self._capped_entries(attn_pairs / prefill_tokens))
 
     # ----------------------------------------------------------------------------------------- drafter
     def _drafting_group(self, num_requests: float, context_tokens: float) -> tuple[float, float, float]:
