@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 
 import numpy as np
@@ -52,6 +53,45 @@ def _tree(arm: Arm, spec: AcceptanceSpec, weights: dict[str, float]):
     return TreeDraws(tree, catch, arm.tree.topk)
 
 
+MAX_HEAD_MODELS = 64  # confidence heads kept by head_model (a few KB each)
+_HEAD_MODELS: dict[tuple, tuple[dict, np.ndarray]] = {}
+
+
+def head_model(spec: AcceptanceSpec, method: str, weights: dict[str, float], gamma: int, *, calibrate: bool,
+               seed: int) -> tuple[dict, np.ndarray]:
+    """The arm's confidence report (STS fitted on a warm-up sample unless ``calibrate`` is false) and its prior
+    confidences [gamma] (the calibrated head's mean over another warm-up sample; lagged schedulers read them
+    for requests too young to have lagged ones).
+
+    Both are pure functions of what the key holds, so they are computed once per process for every arm and
+    every sweep point that shares it (a sweep's arms of one method and draft length, its points at one domain
+    mix): the STS fit and the warm-up samples are most of a small point's build. Callers get their own copies."""
+    from simlab.acceptance import apply_sts, confidence_report, warmup_sample
+
+    key = _head_key(spec, method, weights, gamma, calibrate, seed)
+    if key not in _HEAD_MODELS:
+        report = confidence_report(spec, method, weights, gamma, calibrate=calibrate, seed=seed)
+        temperatures = np.asarray(report["temperatures"], dtype=float) if report.get("temperatures") else None
+        sample = warmup_sample(spec, method, weights, gamma, min(spec.calibration_samples, 4096), seed + 1)
+        conf = sample.conf_raw if temperatures is None else apply_sts(sample.conf_raw, temperatures)
+        if len(_HEAD_MODELS) >= MAX_HEAD_MODELS:
+            _HEAD_MODELS.pop(next(iter(_HEAD_MODELS)))
+        _HEAD_MODELS[key] = (report, np.asarray(conf, dtype=float).mean(axis=0))
+    report, prior_conf = _HEAD_MODELS[key]
+    return copy.deepcopy(report), prior_conf.copy()
+
+
+def _head_key(spec: AcceptanceSpec, method: str, weights: dict[str, float], gamma: int, calibrate: bool,
+              seed: int) -> tuple:
+    """Everything :func:`head_model` reads: the method's base logits over the mix's domains, the heterogeneity
+    and confidence-head models, the sample size, the mix itself (in its order), the draft length and the seed."""
+    domains = tuple(weights)
+    logits = spec.logits(method, domains, gamma)
+    return (method, int(gamma), bool(calibrate), int(seed), tuple((d, float(w)) for d, w in weights.items()),
+            logits.tobytes(), spec.heterogeneity.model_dump_json(), spec.confidence.model_dump_json(),
+            int(spec.calibration_samples))
+
+
 def domain_weights(domain: np.ndarray, domain_names: tuple[str, ...]) -> dict[str, float]:
     """The workload's share of requests per domain."""
     counts = np.bincount(domain, minlength=len(domain_names)).astype(float)
@@ -68,13 +108,8 @@ def prepare_arm(arm: Arm, spec: AcceptanceSpec, cost, *, domain_names: tuple[str
     if gamma == 0:
         policy = ArmPolicy(method, 0, None, None, cost, max_batch_tokens, np.zeros(0))
         return PreparedArm(arm, policy, None)
-    from simlab.acceptance import apply_sts, confidence_report, warmup_sample
-
-    report = confidence_report(spec, method, weights, gamma, calibrate=arm.calibration == "sts", seed=seed)
+    report, prior_conf = head_model(spec, method, weights, gamma, calibrate=arm.calibration == "sts", seed=seed)
     temperatures = np.asarray(report["temperatures"], dtype=float) if report.get("temperatures") else None
-    sample = warmup_sample(spec, method, weights, gamma, min(spec.calibration_samples, 4096), seed + 1)
-    conf = sample.conf_raw if temperatures is None else apply_sts(sample.conf_raw, temperatures)
-    prior_conf = np.asarray(conf, dtype=float).mean(axis=0)
     tree = _tree(arm, spec, weights) if arm.tree is not None else None
     draws = ArmDraws(
         seed=seed,

@@ -137,6 +137,10 @@ def simulate_all(built: Built, *, jobs: int = 1, on_progress: Optional[Callable[
         from simlab.schedulers.registry import load_compiled
 
         load_compiled()  # so that no arm's time includes loading them (and forked workers inherit them)
+    if any(prepared.policy.block_kernel() is not None for prepared in built.arms):
+        from simlab.engine import block_kernel
+
+        block_kernel.load()
     if jobs == 1 or "fork" not in mp.get_all_start_methods():
         return [
             _simulate_one(built, i, (lambda done, i=i: on_progress(i, done)) if on_progress else None)

@@ -11,6 +11,12 @@ from simlab.acceptance.draws import ArmDraws
 from simlab.schedulers import Scheduler
 
 
+# simlab.engine.block_kernel's scheduler codes
+KERNEL_SCHEDULERS = {"fixed": 0, "hardware_aware": 1, "threshold": 2, "async_topk": 3, "goodput": 4, "oracle": 5,
+                     "adaptive": 6}
+COSTLESS_SCHEDULERS = ("fixed", "threshold")  # read no cost model
+
+
 @dataclass(frozen=True)
 class ArmPolicy:
     """How one arm drafts and schedules: the pieces a block computation needs."""
@@ -25,6 +31,7 @@ class ArmPolicy:
     replay: Optional[object] = None  # simlab.acceptance.replay.BoundReplay: recorded outcomes instead of draws
     tree: Optional[object] = None  # simlab.acceptance.tree.TreeDraws of an EAGLE-3 tree arm
     _draft_grid: list = field(default_factory=list, repr=False, compare=False)  # [[draft length, request count]]
+    _kernel: list = field(default_factory=list, repr=False, compare=False)  # [what the compiled block reads]
 
     def draft_s(self, num_requests: np.ndarray, context_tokens: np.ndarray) -> np.ndarray:
         """Drafter seconds of each step when all ``num_requests`` [S] requests draft γ positions, holding
@@ -62,6 +69,11 @@ class ArmPolicy:
                    for r, c, d in zip(counts.ravel().tolist(), contexts.ravel().tolist(), lengths.ravel().tolist())]
         return np.array(seconds, dtype=float).reshape(counts.shape)
 
+    def draft_grid(self, num_requests: int) -> np.ndarray:
+        """[γ + 1, > num_requests] drafter seconds by draft length and requests drafting (a drafter whose cost
+        ignores context), as :meth:`draft_cost` reads them."""
+        return self._grid(np.array([max(num_requests, 1)]))
+
     def _grid(self, counts: np.ndarray) -> np.ndarray:
         """Seconds by draft length 0..γ and request count (a model whose cost ignores context), grown as needed."""
         grids = self._draft_grid
@@ -95,6 +107,28 @@ class ArmPolicy:
         """The most tokens a decoding request puts in one step: its own and every draft token it may verify."""
         return 1 + (self.tree.num_nodes if self.tree is not None else self.gamma)
 
+
+    def block_kernel(self) -> Optional[tuple]:
+        """What compiled code needs to step this arm's blocks (:mod:`simlab.engine.block_kernel`), or None (the
+        numpy block): a chain drafter with drawn outcomes whose scheduler is ``fixed`` or ``threshold``, or
+        ``hardware_aware``, ``async_topk``, ``oracle``, ``goodput`` or ``adaptive`` (without ``slo_tpot_ms``) on a
+        cost model with a verify lookup (and, for the last two, a draft cost that ignores context)."""
+        if not self._kernel:
+            self._kernel.append(self._block_kernel())
+        return self._kernel[0]
+
+    def _block_kernel(self) -> Optional[tuple]:
+        kind = self.scheduler.kind if self.scheduler is not None else None
+        if self.gamma == 0 or self.replay is not None or self.tree is not None or kind not in KERNEL_SCHEDULERS:
+            return None
+        params = self.scheduler.params
+        lookup = (np.zeros(1), 1, np.zeros(0)) if kind in COSTLESS_SCHEDULERS else self.cost.verify_lookup()
+        if lookup is None or (kind in ("goodput", "adaptive") and self.cost.draft_reads_context):
+            return None
+        if params.get("slo_tpot_ms") is not None:  # adaptive with a TPOT limit: the numpy block
+            return None
+        return (KERNEL_SCHEDULERS[kind], float(params.get("threshold", 0.0)), bool(params.get("cumulative", False)),
+                self.lag_steps > 0, *lookup)
 
     @property
     def lag_steps(self) -> int:

@@ -93,6 +93,12 @@ class CostModel(ABC):
         from a prefill to a decode replica; None when the model does not know it (tables)."""
         return None
 
+    def verify_lookup(self) -> Optional[tuple[np.ndarray, int, np.ndarray]]:
+        """The verify seconds tabulated at every integer batch, for compiled code that steps a block itself
+        (:mod:`simlab.engine.block_kernel`): (a flat table [rows x width], the width, the context rows [n]; no
+        rows when context does not matter). None when the model is not such a table (the block stays numpy)."""
+        return None
+
     def prefill_s(self, prefill_tokens: int, prefill_attn_pairs: Optional[float] = None) -> float:
         """A pure prefill step; ``prefill_attn_pairs`` defaults to one chunk starting at context 0."""
         if prefill_attn_pairs is None:

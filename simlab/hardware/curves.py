@@ -138,6 +138,12 @@ class BatchLookup:
         self._last = self._width - 1
         self._flat = np.ascontiguousarray(table).ravel()
 
+    def arrays(self) -> tuple[np.ndarray, int, np.ndarray]:
+        """(the flat table [rows x width], its width, the row axis; empty for a curve) for compiled readers,
+        which repeat :meth:`__call__`'s arithmetic."""
+        rows = np.zeros(0) if self._rows_arr is None else np.ascontiguousarray(self._rows_arr, dtype=np.float64)
+        return self._flat, self._width, rows
+
     def __call__(self, batch_tokens: np.ndarray, row: np.ndarray | float) -> np.ndarray:
         """Values at integer ``batch_tokens`` (>= 0) and ``row`` (context tokens), broadcast together."""
         b = np.minimum(batch_tokens, self._last)

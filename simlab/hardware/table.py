@@ -86,6 +86,11 @@ class TableCostModel(CostModel):
             return self._grid.at(float(context_tokens), padded)
         return self._curve.at(padded)  # type: ignore[union-attr]
 
+    def verify_lookup(self) -> Optional[tuple[np.ndarray, int, np.ndarray]]:
+        """The integer-batch table :meth:`verify_s` reads for integer arrays (None when the curves are not flat
+        within ``MAX_LOOKUP_BATCH`` tokens)."""
+        return None if self._lookup is None else self._lookup.arrays()
+
     def step_s(
         self,
         decode_tokens: int,

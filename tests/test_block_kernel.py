@@ -1,0 +1,202 @@
+"""The compiled decode block (simlab/engine/block_kernel.py) against the numpy block it replaces, bit for bit.
+
+The numpy block's exact steps equal stepping one iteration at a time (test_reference_*); the compiled block steps
+in order, so all its steps are exact. Here both plan the same rosters from the same draws: every step the numpy
+block calls exact must be equal in every array, the compiled block must be exact at least as far, and stepping
+the numpy block one step at a time must reach the compiled block's later steps too.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from helpers import simulate, write_scenario
+from test_reference_equivalence import SCHEDULERS as REFERENCE_SCHEDULERS
+from simlab.engine.block import Roster, plan_block
+from simlab.engine.decode import ArmPolicy
+from simlab.hardware.profiles import load_profile, shipped_profiles
+from simlab.schedulers import make_scheduler
+
+CONTEXT_TABLE = load_profile(shipped_profiles()["h100-sxm_qwen3-8b"])  # a (context x batch) verify grid
+
+
+class TableStore:
+    """Draws of every (request, decode step) from fixed tables, in the DrawStore's gather format."""
+
+    def __init__(self, conf: np.ndarray, true_accepted: np.ndarray, held: np.ndarray) -> None:
+        self.conf, self.true_accepted, self.held = conf, true_accepted, held
+        self.lag_steps = 0
+
+    def gather(self, request_ids, own_steps, remaining) -> dict:
+        steps = np.minimum(own_steps, self.conf.shape[1] - 1)
+        ids = request_ids[None, :]
+        out = {"conf": self.conf[ids, steps], "true_accepted": self.true_accepted[ids, steps],
+               "held": self.held[request_ids]}
+        if self.lag_steps:
+            source = own_steps - self.lag_steps
+            out["lagged_conf"] = self.conf[ids, np.maximum(source, 0)]
+            out["lagged_known"] = source >= 0
+        return out
+
+
+def _case(rng, num_rows: int, gamma: int, *, ties: bool, num_steps_drawn: int = 80):
+    conf = rng.uniform(0.0, 1.0, (num_rows, num_steps_drawn, gamma))
+    if ties:  # a coarse grid: many equal survival values, zeros and ones among them
+        conf = np.round(conf * 4) / 4
+    true_accepted = rng.integers(0, gamma + 1, (num_rows, num_steps_drawn))
+    held = rng.integers(1, 40, num_rows) if rng.random() < 0.5 else np.full(num_rows, num_steps_drawn)
+    roster = Roster(request_id=np.arange(num_rows, dtype=np.int64),
+                    remaining=rng.integers(1, 60, num_rows).astype(np.int64),
+                    context=rng.integers(0, 300_000, num_rows).astype(np.int64),
+                    steps=np.zeros(num_rows, dtype=np.int64),
+                    join=(rng.random(num_rows) < 0.2).astype(np.int64), num_decoding=num_rows)
+    return TableStore(conf, true_accepted, held), roster
+
+
+SCHEDULERS = {  # every scheduler of the reference-equivalence tests (all served here), and adaptive's plan
+    **REFERENCE_SCHEDULERS,
+    "adaptive": {"kind": "adaptive"},
+    "adaptive-lag3": {"kind": "adaptive", "lag_steps": 3},
+}
+
+
+def _policy(name: str, gamma: int, max_batch_tokens: int) -> ArmPolicy:
+    params = dict(SCHEDULERS.get(name, {"kind": name}))
+    kind = params.pop("kind")
+    return ArmPolicy("dspark", gamma, make_scheduler(kind, **params), None, CONTEXT_TABLE, max_batch_tokens,
+                     np.linspace(0.9, 0.4, gamma))
+
+
+def _stepped(policy, store, roster, num_steps):
+    """The numpy block one step at a time (each step exact), advancing the roster by hand."""
+    remaining, context, steps = roster.remaining.copy(), roster.context.copy(), roster.steps.copy()
+    rows = []
+    for k in range(num_steps):
+        joined = roster.join <= k
+        one = Roster(roster.request_id, remaining.copy(), context.copy(), steps.copy(),
+                     np.where(joined, 0, 1).astype(np.int64), len(remaining))
+        block = plan_block(policy, one, 1, store, compiled=False)
+        rows.append(block)
+        remaining -= block.emitted[0]
+        context += block.emitted[0]
+        steps += block.active[0]
+    return rows
+
+
+@pytest.mark.parametrize("kind", list(SCHEDULERS))
+def test_compiled_block_equals_numpy_block(kind):
+    rng = np.random.default_rng(sorted(SCHEDULERS).index(kind))
+    compared = single = 0
+    for trial in range(150):
+        num_rows = int(rng.choice([0, 1, 3, 17, 40, 130]))
+        gamma = int(rng.integers(1, 9))
+        max_batch_tokens = int(rng.choice([num_rows + 5, 4 * num_rows + 1, 16_384]))
+        store, roster = _case(rng, num_rows, gamma, ties=trial % 2 == 0)
+        policy = _policy(kind, gamma, max_batch_tokens)
+        store.lag_steps = policy.lag_steps
+        roster.steps[:] = rng.integers(0, 3, num_rows)  # some requests have lagged confidences, some do not
+        assert policy.block_kernel() is not None
+        num_steps = int(rng.choice([1, 4, 12, 64]))
+        fast = plan_block(policy, roster, num_steps, store)
+        slow = plan_block(policy, roster, num_steps, store, compiled=False)
+        assert 1 <= slow.num_exact <= fast.num_exact <= num_steps
+        exact = slow.num_exact
+        for name in ("lengths", "accepted", "emitted", "active", "context", "anchors", "batch_tokens"):
+            assert np.array_equal(getattr(fast, name)[:exact], getattr(slow, name)[:exact]), (trial, name)
+        assert np.array_equal(fast.drafted_tokens(exact), slow.drafted_tokens(exact)), trial
+        assert np.array_equal(fast.draft_len_column(exact), slow.draft_len_column(exact)), trial
+        compared += exact
+        # the steps only the compiled block got to, and every third block whole: against single steps
+        first = 0 if trial % 3 == 0 else exact
+        if fast.num_exact > first:
+            stepped = _stepped(policy, store, roster, fast.num_exact)
+            for k in range(first, fast.num_exact):
+                for name in ("lengths", "accepted", "emitted", "active"):
+                    assert np.array_equal(getattr(fast, name)[k], getattr(stepped[k], name)[0]), (trial, k, name)
+                if fast.plan is not None:
+                    assert fast.plan[0][k] == stepped[k].plan[0][0] and fast.plan[1][k] == stepped[k].plan[1][0]
+                assert fast.context[k] == stepped[k].context[0]
+            single += fast.num_exact - first
+    assert compared > 500 and single > 200  # both comparisons were exercised
+
+
+def test_block_stops_before_a_step_without_draws():
+    """A request that would decode past the draws it holds ends the block before that step."""
+    store, roster = _case(np.random.default_rng(3), 4, 3, ties=False)
+    roster.remaining[:] = 50
+    roster.join[:] = 0
+    store.held[:] = [30, 7, 30, 30]
+    block = plan_block(_policy("fixed", 3, 16_384), roster, 64, store)
+    assert block.num_exact == 7
+    assert not block.active[7:].any()
+
+
+def test_sorted_head_is_the_sorted_paths_head():
+    from simlab.engine.block_kernel import _sorted_head
+
+    rng = np.random.default_rng(5)
+    for trial in range(300):
+        num_rows, gamma = int(rng.integers(1, 60)), int(rng.integers(1, 9))
+        conf = rng.uniform(0, 1, (num_rows, gamma))
+        if trial % 3 == 0:
+            conf = np.round(conf * 3) / 3
+        a = np.multiply.accumulate(conf, axis=-1)[None]
+        row_len = rng.integers(0, gamma + 2, (1, num_rows)).astype(np.int64)
+        head = np.zeros(int(rng.choice([1, 5, 32])))
+        _sorted_head(a, row_len, gamma, head)
+        valid = np.arange(gamma)[None, None, :] < np.minimum(row_len, gamma)[..., None]
+        full = np.sort(np.where(valid, -a, 1.0).ravel())
+        full = np.concatenate([full, np.ones(head.size)])  # a head longer than the path: padded with +1
+        assert np.array_equal(head, full[:head.size]), trial
+
+
+def test_which_arms_the_compiled_block_serves(tmp_path):
+    from simlab.config.hardware import RooflineHardware
+    from simlab.hardware import build_cost_model
+
+    hw = _policy("hardware_aware", 5, 8192)
+    assert hw.block_kernel()[0] == 1
+    assert _policy("fixed", 5, 8192).block_kernel()[0] == 0
+    roofline = build_cost_model(RooflineHardware(kind="roofline", gpu="h100-sxm", model="qwen3-8b"),
+                                base_dir=tmp_path, file=None)
+    assert roofline.verify_lookup() is None
+    on_roofline = ArmPolicy("dspark", 5, make_scheduler("hardware_aware"), None, roofline, 8192, np.full(5, 0.5))
+    assert on_roofline.block_kernel() is None  # its verify cost is not a table: the numpy block
+    fixed_on_roofline = ArmPolicy("dspark", 5, make_scheduler("fixed"), None, roofline, 8192, np.full(5, 0.5))
+    assert fixed_on_roofline.block_kernel() is not None  # fixed reads no cost
+    threshold_on_roofline = ArmPolicy("dspark", 5, make_scheduler("threshold", threshold=0.5), None, roofline,
+                                      8192, np.full(5, 0.5))
+    assert threshold_on_roofline.block_kernel() is not None
+    for kind in ("threshold", "async_topk", "goodput", "oracle"):
+        assert _policy(kind if kind != "threshold" else "threshold", 5, 8192).block_kernel() is not None, kind
+    assert _policy("adaptive", 5, 8192).block_kernel() is not None
+    with_slo = ArmPolicy("dspark", 5, make_scheduler("adaptive", slo_tpot_ms=20.0), None, CONTEXT_TABLE, 8192,
+                         np.full(5, 0.5))
+    assert with_slo.block_kernel() is None  # a TPOT limit: the numpy block
+    assert ArmPolicy("none", 0, None, None, CONTEXT_TABLE, 8192, np.zeros(0)).block_kernel() is None
+
+
+def test_simulations_are_the_same_with_and_without_the_compiled_block(tmp_path, monkeypatch):
+    """A whole scenario (paged KV under pressure, chunked prefill, budgets): every record equal."""
+    data = {
+        "name": "compiled-block", "seed": 4,
+        "workload": {"kind": "poisson", "rate": 40.0, "num_requests": 160,
+                     "prompt_tokens": {"dist": "uniform", "low": 20, "high": 1500},
+                     "output_tokens": {"dist": "uniform", "low": 1, "high": 300}},
+        "hardware": "h100-sxm_qwen3-8b",
+        "engine": {"max_num_seqs": 48, "max_batch_tokens": 260, "prefill_chunk_tokens": 128,
+                   "kv_cache_tokens": 40_000},
+        "acceptance": {"kind": "preset", "name": "qwen3-8b"},
+        "arms": [{"name": "fixed", "method": "dspark", "gamma": 7, "scheduler": {"kind": "fixed"}},
+                 {"name": "hw", "method": "dflash", "gamma": 5, "scheduler": {"kind": "hardware_aware"}}],
+    }
+    path = write_scenario(tmp_path, data)
+    fast = simulate(path)
+    monkeypatch.setattr(ArmPolicy, "block_kernel", lambda self: None)
+    slow = simulate(path)
+    for name in ("fixed", "hw"):
+        assert fast[name].requests.equals(slow[name].requests)
+        for column in slow[name].steps:
+            assert np.array_equal(np.asarray(fast[name].steps[column]), np.asarray(slow[name].steps[column])), column
+        assert fast[name].metrics["num_preemptions"] == slow[name].metrics["num_preemptions"]
