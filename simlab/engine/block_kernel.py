@@ -19,17 +19,18 @@ from __future__ import annotations
 import numpy as np
 
 from simlab.common.jit import njit
-from simlab.engine.decode import KERNEL_SCHEDULERS
 from simlab.schedulers import kernels, plan_kernels
 from simlab.schedulers.path import HEAD_CANDIDATES, SHORT_PATH
+from simlab.schedulers.registry import REGISTRY
 
-FIXED = KERNEL_SCHEDULERS["fixed"]
-HARDWARE_AWARE = KERNEL_SCHEDULERS["hardware_aware"]
-THRESHOLD = KERNEL_SCHEDULERS["threshold"]
-ASYNC_TOPK = KERNEL_SCHEDULERS["async_topk"]
-GOODPUT = KERNEL_SCHEDULERS["goodput"]
-ORACLE = KERNEL_SCHEDULERS["oracle"]
-ADAPTIVE = KERNEL_SCHEDULERS["adaptive"]
+# the registry's block codes of the policies stepped here
+FIXED = REGISTRY["fixed"].block_code
+HARDWARE_AWARE = REGISTRY["hardware_aware"].block_code
+THRESHOLD = REGISTRY["threshold"].block_code
+ASYNC_TOPK = REGISTRY["async_topk"].block_code
+GOODPUT = REGISTRY["goodput"].block_code
+ORACLE = REGISTRY["oracle"].block_code
+ADAPTIVE = REGISTRY["adaptive"].block_code
 
 
 @njit(cache=True, inline="always")
@@ -361,7 +362,7 @@ def load() -> None:
     true_accepted = np.ones((2, 2), dtype=np.int64)
     flat = np.linspace(0.0, 1.0, 8)
     known = np.ones((2, 2), dtype=np.bool_)
-    for code in KERNEL_SCHEDULERS.values():
+    for code in (FIXED, HARDWARE_AWARE, THRESHOLD, ASYNC_TOPK, GOODPUT, ORACLE, ADAPTIVE):
         for lagged in (False, True):
             run_block(code, 2, 3, 0.5, False, lagged, remaining, zeros, zeros, remaining, conf, true_accepted, conf,
                       known, conf[0, 0], np.ones((3, 3)), flat, 4, np.array([0.0, 1.0]))

@@ -11,10 +11,6 @@ from simlab.acceptance.draws import ArmDraws
 from simlab.schedulers import Scheduler
 
 
-# simlab.engine.block_kernel's scheduler codes
-KERNEL_SCHEDULERS = {"fixed": 0, "hardware_aware": 1, "threshold": 2, "async_topk": 3, "goodput": 4, "oracle": 5,
-                     "adaptive": 6}
-COSTLESS_SCHEDULERS = ("fixed", "threshold")  # read no cost model
 
 
 @dataclass(frozen=True)
@@ -118,16 +114,15 @@ class ArmPolicy:
         return self._kernel[0]
 
     def _block_kernel(self) -> Optional[tuple]:
-        kind = self.scheduler.kind if self.scheduler is not None else None
-        if self.gamma == 0 or self.replay is not None or self.tree is not None or kind not in KERNEL_SCHEDULERS:
+        if self.gamma == 0 or self.replay is not None or self.tree is not None or self.scheduler is None:
             return None
-        params = self.scheduler.params
-        lookup = (np.zeros(1), 1, np.zeros(0)) if kind in COSTLESS_SCHEDULERS else self.cost.verify_lookup()
-        if lookup is None or (kind in ("goodput", "adaptive") and self.cost.draft_reads_context):
+        entry, params = self.scheduler.entry, self.scheduler.params
+        if entry.block_code is None or params.get("slo_tpot_ms") is not None:  # a TPOT limit: the numpy block
             return None
-        if params.get("slo_tpot_ms") is not None:  # adaptive with a TPOT limit: the numpy block
+        lookup = self.cost.verify_lookup() if entry.reads_verify_cost else (np.zeros(1), 1, np.zeros(0))
+        if lookup is None or (entry.reads_draft_cost and self.cost.draft_reads_context):
             return None
-        return (KERNEL_SCHEDULERS[kind], float(params.get("threshold", 0.0)), bool(params.get("cumulative", False)),
+        return (entry.block_code, float(params.get("threshold", 0.0)), bool(params.get("cumulative", False)),
                 self.lag_steps > 0, *lookup)
 
     @property

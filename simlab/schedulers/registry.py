@@ -52,7 +52,8 @@ class SchedulerEntry:
     ``reads_draft_cost`` (``draft_s``: callers may skip computing it otherwise), ``reads_truth`` (the true
     outcomes: not realisable), ``lossless`` (a constant, or a function of the parameters). Where it may be used:
     ``arm`` (a scenario arm), ``audit`` (``simlab audit``), ``real`` (the real engine). A policy reads lagged
-    confidences exactly when its parameter model has ``lag_steps``."""
+    confidences exactly when its parameter model has ``lag_steps``. ``block_code`` numbers the policies the
+    simulator's compiled block (:mod:`simlab.engine.block_kernel`) runs itself."""
 
     kind: str
     function: Callable[..., np.ndarray]
@@ -68,6 +69,7 @@ class SchedulerEntry:
     audit: bool = True
     real: bool = True
     plan_draft: Optional[Callable[..., tuple]] = None  # chooses what to draft first: (lengths, drafting, min budget)
+    block_code: Optional[int] = None  # its number in the simulator's compiled block (None: the block stays numpy)
 
     @property
     def reads_lag(self) -> bool:
@@ -86,23 +88,25 @@ REGISTRY: dict[str, SchedulerEntry] = {
     for entry in (
         SchedulerEntry(
             "fixed", policies.fixed, NoParams, "verifies every drafted position", reads_confidence=False,
+            block_code=0,
         ),
         SchedulerEntry(
             "threshold", policies.threshold, ThresholdParams,
             "cuts each request at its first position with ĉ_k < threshold (with `cumulative`, a_k < threshold); "
             "ignores load",
+            block_code=2,
         ),
         SchedulerEntry(
             "hardware_aware", policies.hardware_aware, NoParams,
             "DSpark Algorithm 1: sort all (r, j) by a descending, start from ℓ = 0 (Θ = R·SPS(R)), admit candidates "
             "while Θ = τ·SPS(B) strictly rises, stop at the first that does not",
-            reads_verify_cost=True,
+            reads_verify_cost=True, block_code=1,
         ),
         SchedulerEntry(
             "async_topk", policies.async_topk, AsyncTopKParams,
             "production variant: the budget K is the global argmax of τ·SPS(B) over the path built from each "
             "request's confidences `lag_steps` decode steps earlier; the step takes the global top-K of the current a",
-            reads_verify_cost=True,
+            reads_verify_cost=True, block_code=3,
         ),
         SchedulerEntry(
             "goodput", policies.goodput, GoodputParams,
@@ -110,6 +114,7 @@ REGISTRY: dict[str, SchedulerEntry] = {
             "confidences, then top-K of the current a",
             reads_verify_cost=True, reads_draft_cost=True,
             lossless=lambda params: params["lag_steps"] >= 1, lossless_note="yes when `lag_steps` ≥ 1",
+            block_code=4,
         ),
         SchedulerEntry(
             "adaptive", adaptive.verify, AdaptiveParams,
@@ -117,6 +122,7 @@ REGISTRY: dict[str, SchedulerEntry] = {
             "the cost curves, for the most expected tokens per second of the whole step (draft + verify), then "
             "verifies as Algorithm 1 with the step's draft cost; `slo_tpot_ms` keeps the expected TPOT within it",
             reads_verify_cost=True, reads_draft_cost=True, real=False, plan_draft=adaptive.plan_draft,
+            block_code=6,
         ),
         SchedulerEntry(
             "oracle", policies.oracle, NoParams,
@@ -124,6 +130,7 @@ REGISTRY: dict[str, SchedulerEntry] = {
             "maximises (R+K)·SPS(R+K))",
             reads_confidence=False, reads_verify_cost=True, reads_truth=True, lossless=False,
             lossless_note="an upper bound: not realisable, not lossless", audit=False, real=False,
+            block_code=5,
         ),
         SchedulerEntry(
             "retrospective", policies.retrospective, NoParams,
