@@ -200,3 +200,23 @@ def test_simulations_are_the_same_with_and_without_the_compiled_block(tmp_path, 
         for column in slow[name].steps:
             assert np.array_equal(np.asarray(fast[name].steps[column]), np.asarray(slow[name].steps[column])), column
         assert fast[name].metrics["num_preemptions"] == slow[name].metrics["num_preemptions"]
+
+
+@pytest.mark.parametrize("kind", ["fixed", "hardware_aware", "adaptive"])
+def test_block_stops_after_the_first_finish_when_asked(kind):
+    rng = np.random.default_rng(21)
+    stopped_early = 0
+    for trial in range(60):
+        store, roster = _case(rng, int(rng.choice([3, 17, 40])), 5, ties=trial % 2 == 0)
+        store.held[:] = store.conf.shape[1]
+        policy = _policy(kind, 5, 16_384)
+        store.lag_steps = policy.lag_steps
+        whole = plan_block(policy, roster, 64, store)
+        cut = plan_block(policy, roster, 64, store, stop_at_finish=True)
+        finish = whole.finish_step(roster)
+        first = int(finish.min())  # the first step at whose end a request emits its last token (64: none)
+        assert cut.num_exact == min(first + 1, whole.num_exact), trial
+        for name in ("lengths", "accepted", "emitted", "active", "context"):
+            assert np.array_equal(getattr(cut, name)[:cut.num_exact], getattr(whole, name)[:cut.num_exact])
+        stopped_early += cut.num_exact < whole.num_exact
+    assert stopped_early > 20

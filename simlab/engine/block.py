@@ -99,12 +99,14 @@ class Block:
         return np.where(np.logical_or.reduce(done, axis=0), done.argmax(axis=0), len(self.active))
 
 
-def plan_block(policy: ArmPolicy, roster: Roster, num_steps: int, store=None, *, compiled: bool = True) -> Block:
+def plan_block(policy: ArmPolicy, roster: Roster, num_steps: int, store=None, *, compiled: bool = True,
+               stop_at_finish: bool = False) -> Block:
     """Plan up to ``num_steps`` steps of the roster (fewer are exact when inputs drift; at least one is).
 
     ``store`` (the arm's :class:`~simlab.engine.drawstore.DrawStore`) holds the draws when drafting. Arms that
     :meth:`ArmPolicy.block_kernel` serves are stepped by compiled code (every step exact), unless ``compiled``
-    is false (the tests compare the two)."""
+    is false (the tests compare the two); with ``stop_at_finish`` compiled code stops after the first step in
+    which a request emits its last token (the block would end there)."""
     since_join = np.arange(num_steps)[:, None] - roster.join[None, :]
     decode_step = roster.steps[None, :] + since_join  # each request's own decode step (its random streams' key)
     joined = since_join >= 0
@@ -121,7 +123,7 @@ def plan_block(policy: ArmPolicy, roster: Roster, num_steps: int, store=None, *,
     draws = store.gather(roster.request_id, own_step, roster.remaining)
     kernel = policy.block_kernel() if compiled else None
     if kernel is not None:
-        return _compiled_block(policy, roster, draws, kernel)
+        return _compiled_block(policy, roster, draws, kernel, stop_at_finish)
     # the store may hold fewer steps than the block spans for requests expected to finish sooner: a step where
     # such a request is still active is not exact
     lacking = own_step - own_step[0] >= draws["held"][None, :] if num_steps > 1 else None
@@ -163,7 +165,8 @@ def plan_block(policy: ArmPolicy, roster: Roster, num_steps: int, store=None, *,
     return Block(lengths, accepted, emitted, active, actual_context, num_exact, policy.gamma, plan, verify)
 
 
-def _compiled_block(policy: ArmPolicy, roster: Roster, draws: dict, kernel: tuple) -> Block:
+def _compiled_block(policy: ArmPolicy, roster: Roster, draws: dict, kernel: tuple,
+                    stop_at_finish: bool) -> Block:
     """The block stepped in order by compiled code (:mod:`simlab.engine.block_kernel`)."""
     from simlab.engine.block_kernel import run_block
 
@@ -173,9 +176,9 @@ def _compiled_block(policy: ArmPolicy, roster: Roster, draws: dict, kernel: tupl
     # the draft's seconds by draft length and requests drafting (a draft cost that ignores context)
     draft_grid = policy.draft_grid(len(roster)) if policy.scheduler.entry.reads_draft_cost else _NO_DRAFT
     lengths, accepted, emitted, active, context, draft_len, num_drafting, num_exact = run_block(
-        code, policy.gamma, policy.max_batch_tokens, threshold, cumulative, lagged, roster.remaining,
-        roster.context, roster.join, draws["held"], conf, draws["true_accepted"], lagged_conf, lagged_known,
-        policy.prior_conf, draft_grid, flat, width, rows)
+        code, policy.gamma, policy.max_batch_tokens, threshold, cumulative, lagged, stop_at_finish,
+        roster.remaining, roster.context, roster.join, draws["held"], conf, draws["true_accepted"], lagged_conf,
+        lagged_known, policy.prior_conf, draft_grid, flat, width, rows)
     plan = (draft_len, num_drafting) if policy.scheduler.plans_draft else None
     return Block(lengths, accepted, emitted, active, context, num_exact, policy.gamma, plan)
 

@@ -266,18 +266,19 @@ def _oracle(true_accepted_step, row_len, batch, context_tokens, budget, flat, wi
 
 
 @njit(cache=True)
-def run_block(scheduler, gamma, max_batch_tokens, threshold, cumulative, lagged, remaining, context, join, held,
-              conf, true_accepted, lagged_conf, lagged_known, prior_conf, draft_grid, flat, width, rows):
+def run_block(scheduler, gamma, max_batch_tokens, threshold, cumulative, lagged, stop_at_finish, remaining, context,
+              join, held, conf, true_accepted, lagged_conf, lagged_known, prior_conf, draft_grid, flat, width, rows):
     """Step a roster through up to K = ``conf.shape[0]`` steps.
 
     Per request r (N rows): ``remaining`` tokens to emit, ``context`` KV tokens held, ``join`` its first decoding
     step, ``held`` steps of draws from its first (a step beyond them ends the block before it). ``conf`` [K, N, G]
     and ``true_accepted`` [K, N] are the draws of each request's decode step at each block step; a ``lagged``
-    scheduler reads ``lagged_conf`` [K, N, G] where ``lagged_known`` [K, N], else ``prior_conf`` [G]. ``draft_grid``
-    [G + 1, n] is the draft's seconds by draft length and requests drafting (goodput, adaptive). ``threshold`` and ``cumulative`` are the threshold
-    scheduler's. Returns lengths, accepted and emitted [K, N], active [K, N], the decode part's total context
-    [K], the draft plan (draft length [K], requests drafting [K]; adaptive only) and the exact steps; rows from
-    the exact steps on are zeros."""
+    scheduler reads ``lagged_conf`` [K, N, G] where ``lagged_known`` [K, N], else ``prior_conf`` [G].
+    ``draft_grid`` [G + 1, n] is the draft's seconds by draft length and requests drafting (goodput, adaptive);
+    ``threshold`` and ``cumulative`` are the threshold scheduler's. With ``stop_at_finish`` the block ends after
+    the first step in which a request emits its last token. Returns lengths, accepted and emitted [K, N], active
+    [K, N], the decode part's total context [K], the draft plan (draft length [K], requests drafting [K];
+    adaptive only) and the exact steps; rows from the exact steps on are zeros."""
     num_steps, num_rows = true_accepted.shape
     lengths = np.zeros((num_steps, num_rows), dtype=np.int64)
     accepted = np.zeros((num_steps, num_rows), dtype=np.int64)
@@ -342,6 +343,7 @@ def run_block(scheduler, gamma, max_batch_tokens, threshold, cumulative, lagged,
             most = _best_budget(source, row_len, batch, float(step_context), extra_s, budget, flat, width, rows,
                                 a, neg)
             step_lengths = _top_k(conf[k], row_len, max(min(most, budget[0]), 0), a, neg, head)
+        finished = False
         for r in range(num_rows):
             length = step_lengths[0, r]
             lengths[k, r] = length
@@ -350,6 +352,9 @@ def run_block(scheduler, gamma, max_batch_tokens, threshold, cumulative, lagged,
                 accepted[k, r] = count
                 emitted[k, r] = count + 1
                 before[r] += count + 1
+                finished = finished or before[r] >= remaining[r]
+        if finished and stop_at_finish:
+            return lengths, accepted, emitted, active, total_context, plan_len, plan_num, k + 1
     return lengths, accepted, emitted, active, total_context, plan_len, plan_num, num_steps
 
 
@@ -364,5 +369,5 @@ def load() -> None:
     known = np.ones((2, 2), dtype=np.bool_)
     for code in (FIXED, HARDWARE_AWARE, THRESHOLD, ASYNC_TOPK, GOODPUT, ORACLE, ADAPTIVE):
         for lagged in (False, True):
-            run_block(code, 2, 3, 0.5, False, lagged, remaining, zeros, zeros, remaining, conf, true_accepted, conf,
-                      known, conf[0, 0], np.ones((3, 3)), flat, 4, np.array([0.0, 1.0]))
+            run_block(code, 2, 3, 0.5, False, lagged, lagged, remaining, zeros, zeros, remaining, conf,
+                      true_accepted, conf, known, conf[0, 0], np.ones((3, 3)), flat, 4, np.array([0.0, 1.0]))

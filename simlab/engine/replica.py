@@ -21,7 +21,7 @@ from simlab.engine.intake import Intake
 from simlab.engine.prefill import PrefillPart, allocate
 
 MAX_BLOCK_STEPS = 64
-MIN_BLOCK_STEPS = 4  # a block re-plans when its inputs drift: shorter ones cost more than single steps
+MIN_BLOCK_STEPS = 4  # a numpy block re-plans when its inputs drift: shorter ones cost more than single steps
 
 
 class Replica:
@@ -189,7 +189,7 @@ class Replica:
         else:
             roster = Roster.build(decode, prefill.joiners)
             num_steps = self._block_len(roster, horizon, prefill)
-        block = plan_block(policy, roster, num_steps, ctx.draw_store)
+        block = plan_block(policy, roster, num_steps, ctx.draw_store, stop_at_finish=horizon.finish_ends)
         exact = block.num_exact
         anchors = block.anchors[:exact]
         decode_tokens = block.batch_tokens[:exact]
@@ -309,10 +309,16 @@ class Replica:
         if gap <= 0:
             return 1
         num_steps = math.ceil(gap / max(self._last_step_s, 1e-9)) + 1 if math.isfinite(gap) else MAX_BLOCK_STEPS
-        if horizon.finish_ends:  # no request can finish before this many steps
-            num_steps = min(num_steps, math.ceil(int(roster.remaining.min()) / (1 + self.ctx.policy.gamma)))
+        compiled = self.ctx.policy.block_kernel() is not None
+        if horizon.finish_ends:
+            if compiled:  # some request finishes within this many steps (each emits a token a step); the
+                # compiled block stops at the first finish itself
+                num_steps = min(num_steps, int(np.minimum.reduce(roster.remaining + roster.join)))
+            else:  # no request can finish before this many steps
+                num_steps = min(num_steps, math.ceil(int(roster.remaining.min()) / (1 + self.ctx.policy.gamma)))
         num_steps = min(num_steps, horizon.max_steps, MAX_BLOCK_STEPS)
-        return num_steps if num_steps >= MIN_BLOCK_STEPS else 1
+        # a compiled block never re-plans, so a short one costs less than its single steps
+        return num_steps if num_steps >= (2 if compiled else MIN_BLOCK_STEPS) else 1
 
     def _record(self, block, count: int, ends: np.ndarray, step_s: np.ndarray, decode_tokens: np.ndarray,
                 prefill: PrefillPart, kv_tokens) -> None:
