@@ -220,3 +220,17 @@ def test_block_stops_after_the_first_finish_when_asked(kind):
             assert np.array_equal(getattr(cut, name)[:cut.num_exact], getattr(whole, name)[:cut.num_exact])
         stopped_early += cut.num_exact < whole.num_exact
     assert stopped_early > 20
+
+
+def test_a_replaced_policy_does_not_inherit_the_compiled_blocks_choice(tmp_path):
+    """ArmPolicy caches what the compiled block reads; a copy with another cost model decides afresh."""
+    import dataclasses
+
+    from simlab.config.hardware import RooflineHardware
+    from simlab.hardware import build_cost_model
+
+    policy = _policy("hardware_aware", 5, 8192)
+    assert policy.block_kernel() is not None
+    roofline = build_cost_model(RooflineHardware(kind="roofline", gpu="h100-sxm", model="qwen3-8b"),
+                                base_dir=tmp_path, file=None)
+    assert dataclasses.replace(policy, cost=roofline).block_kernel() is None

@@ -26,8 +26,9 @@ class ArmPolicy:
     prior_conf: np.ndarray  # [G] stands in for lagged confidences a request does not have yet
     replay: Optional[object] = None  # simlab.acceptance.replay.BoundReplay: recorded outcomes instead of draws
     tree: Optional[object] = None  # simlab.acceptance.tree.TreeDraws of an EAGLE-3 tree arm
-    _draft_grid: list = field(default_factory=list, repr=False, compare=False)  # [[draft length, request count]]
-    _kernel: list = field(default_factory=list, repr=False, compare=False)  # [what the compiled block reads]
+    # caches, never passed in, so that a dataclasses.replace copy (another cost, another scheduler) starts empty
+    _draft_grid: list = field(default_factory=list, init=False, repr=False, compare=False)  # [[length, count]]
+    _kernel: list = field(default_factory=list, init=False, repr=False, compare=False)  # [the compiled block's]
 
     def draft_s(self, num_requests: np.ndarray, context_tokens: np.ndarray) -> np.ndarray:
         """Drafter seconds of each step when all ``num_requests`` [S] requests draft γ positions, holding
