@@ -59,15 +59,24 @@ def _seconds(flat, width, rows, batch, context_tokens, num):
 
 @njit(cache=True)
 def _products(conf_step, row_len, a, neg):
-    """Fill a [1, R, G] with the running products of ``conf_step`` [R, G] and neg [1, R*G] with each valid
-    candidate's -a (invalid: +1), as simlab.schedulers.path.products and _negated."""
+    """Fill a [1, R, G] with the running products of ``conf_step`` [R, G] and neg [1, R*G] with the path's
+    candidates (:func:`_negated`), as simlab.schedulers.path.products and _negated."""
     num_rows, gamma = conf_step.shape
     for r in range(num_rows):
         product = 1.0
         for j in range(gamma):
             product = conf_step[r, j] if j == 0 else product * conf_step[r, j]
             a[0, r, j] = product
-            neg[0, r * gamma + j] = -product if j < row_len[0, r] else 1.0
+    _negated(a, row_len, neg)
+
+
+@njit(cache=True)
+def _negated(a, row_len, neg):
+    """neg [1, R*G]: each candidate's -a where j < ``row_len``, +1 elsewhere (so that invalid ones sort last)."""
+    num_rows, gamma = a.shape[1], a.shape[2]
+    for r in range(num_rows):
+        for j in range(gamma):
+            neg[0, r * gamma + j] = -a[0, r, j] if j < row_len[0, r] else 1.0
 
 
 @njit(cache=True)
@@ -79,7 +88,7 @@ def _sorted_head(a, row_len, gamma, head):
     size = head.size
     filled = 0
     for r in range(a.shape[1]):
-        for j in range(min(max(row_len[0, r], 0), gamma)):
+        for j in range(kernels.valid_length(row_len, 0, r, gamma)):
             value = -a[0, r, j]
             if filled == size and value >= head[size - 1]:
                 break
@@ -167,24 +176,12 @@ def _adaptive(conf_step, source, row_len, batch, context_tokens, budget, draft_g
 @njit(cache=True)
 def _fixed(conf_step, row_len, budget, a, neg):
     """Every allowed position, trimmed to the token budget by survival (simlab.schedulers.policies.fixed)."""
-    num_rows = row_len.shape[1]
-    total = 0
-    for r in range(num_rows):
-        total += row_len[0, r]
-    if total <= budget[0]:
+    if kernels.num_valid(row_len, 0, conf_step.shape[1]) <= budget[0]:
         return row_len.copy()
     _products(conf_step, row_len, a, neg)
     neg[0] = np.sort(neg[0])
     admitted = np.full(1, max(budget[0], 0), dtype=np.int64)
     return kernels.cut_lengths(a, row_len, neg, admitted)
-
-
-@njit(cache=True)
-def _num_valid(row_len, gamma):
-    valid = 0
-    for r in range(row_len.shape[1]):
-        valid += min(max(row_len[0, r], 0), gamma)
-    return valid
 
 
 @njit(cache=True)
@@ -197,7 +194,7 @@ def _threshold(conf_step, row_len, budget, threshold, cumulative, a, neg):
     total = 0
     for r in range(num_rows):
         count = 0
-        for j in range(min(row_len[0, r], gamma)):
+        for j in range(kernels.valid_length(row_len, 0, r, gamma)):
             score = a[0, r, j] if cumulative else conf_step[r, j]
             if not score >= threshold:
                 break
@@ -206,9 +203,7 @@ def _threshold(conf_step, row_len, budget, threshold, cumulative, a, neg):
         total += count
     if total <= budget[0]:
         return lengths
-    for r in range(num_rows):  # the trimmed path's candidates: each request's lengths, as clip_to_budget
-        for j in range(gamma):
-            neg[0, r * gamma + j] = -a[0, r, j] if j < lengths[0, r] else 1.0
+    _negated(a, lengths, neg)  # the trimmed path's candidates: each request's lengths, as clip_to_budget
     neg[0] = np.sort(neg[0])
     return kernels.cut_lengths(a, lengths, neg, np.full(1, max(budget[0], 0), dtype=np.int64))
 
@@ -220,8 +215,7 @@ def _best_budget(conf_src, row_len, batch, context_tokens, extra_s, budget, flat
     gamma = conf_src.shape[1]
     _products(conf_src, row_len, a, neg)
     neg[0] = np.sort(neg[0])
-    most = min(_num_valid(row_len, gamma), max(budget[0], 0))
-    seconds = _seconds(flat, width, rows, batch, context_tokens, most + 1)
+    seconds = _seconds(flat, width, rows, batch, context_tokens, kernels.walk_limit(row_len, 0, gamma, budget) + 1)
     out = kernels.best_budget(neg, row_len, gamma, np.full(1, float(batch)), seconds, np.full(1, extra_s), budget,
                               False)
     return out[0]
@@ -233,9 +227,8 @@ def _top_k(conf_step, row_len, admitted, a, neg, head):
     admitted-th value is read, found from the head when it is within it."""
     gamma = conf_step.shape[1]
     _products(conf_step, row_len, a, neg)
-    valid = _num_valid(row_len, gamma)
     path = neg
-    if 0 < admitted < valid:
+    if 0 < admitted < kernels.num_valid(row_len, 0, gamma):
         if admitted <= head.shape[1]:
             _sorted_head(a, row_len, gamma, head[0])
             path = head
@@ -254,12 +247,10 @@ def _oracle(true_accepted_step, row_len, batch, context_tokens, budget, flat, wi
     for r in range(num_rows):
         will_accept[0, r] = min(true_accepted_step[r], row_len[0, r])
         for j in range(gamma):
-            value = 1.0 - j / (gamma + 1.0)
-            a[0, r, j] = value
-            neg[0, r * gamma + j] = -value if j < will_accept[0, r] else 1.0
+            a[0, r, j] = 1.0 - j / (gamma + 1.0)
+    _negated(a, will_accept, neg)
     neg[0] = np.sort(neg[0])
-    most = min(_num_valid(will_accept, gamma), max(budget[0], 0))
-    seconds = _seconds(flat, width, rows, batch, context_tokens, most + 1)
+    seconds = _seconds(flat, width, rows, batch, context_tokens, kernels.walk_limit(will_accept, 0, gamma, budget) + 1)
     admitted = kernels.best_budget(neg, will_accept, gamma, np.full(1, float(batch)), seconds, np.zeros(1), budget,
                                    True)
     return kernels.cut_lengths(a, will_accept, neg, admitted)

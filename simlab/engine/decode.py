@@ -11,8 +11,6 @@ from simlab.acceptance.draws import ArmDraws
 from simlab.schedulers import Scheduler
 
 
-
-
 @dataclass(frozen=True)
 class ArmPolicy:
     """How one arm drafts and schedules: the pieces a block computation needs."""
@@ -103,7 +101,6 @@ class ArmPolicy:
     def max_tokens_per_request(self) -> int:
         """The most tokens a decoding request puts in one step: its own and every draft token it may verify."""
         return 1 + (self.tree.num_nodes if self.tree is not None else self.gamma)
-
 
     def block_kernel(self) -> Optional[tuple]:
         """What compiled code needs to step this arm's blocks (:mod:`simlab.engine.block_kernel`), or None (the

@@ -38,7 +38,7 @@ def valid_length(row_len, s, r, gamma) -> int:
 
 
 @njit(cache=True)
-def _num_valid(row_len, s, gamma) -> int:
+def num_valid(row_len, s, gamma) -> int:
     """Step s's valid candidates."""
     valid = 0
     for r in range(row_len.shape[1]):
@@ -47,9 +47,9 @@ def _num_valid(row_len, s, gamma) -> int:
 
 
 @njit(cache=True)
-def _limit(row_len, s, gamma, budget) -> int:
+def walk_limit(row_len, s, gamma, budget) -> int:
     """How far along step s's path a walk may go: its valid candidates, within the token budget."""
-    return min(_num_valid(row_len, s, gamma), max(budget[s], 0))
+    return min(num_valid(row_len, s, gamma), max(budget[s], 0))
 
 
 @njit(cache=True, inline="always")
@@ -78,7 +78,7 @@ def cut_lengths(a, row_len, neg, num_admitted):
     gamma = a.shape[2]
     lengths = np.zeros((steps, num_rows), dtype=np.int64)
     for s in range(steps):
-        valid = _num_valid(row_len, s, gamma)
+        valid = num_valid(row_len, s, gamma)
         k = num_admitted[s]
         if k <= 0:
             continue
@@ -116,7 +116,7 @@ def early_stop(neg, row_len, gamma, anchors, seconds, extra_s, budget, start):
     out = np.zeros(steps, dtype=np.int64)
     ended = np.ones(steps, dtype=np.bool_)
     for s in range(steps):
-        most = _limit(row_len, s, gamma, budget)
+        most = walk_limit(row_len, s, gamma, budget)
         first = min(start[s], most)
         theta = anchors[s] / (seconds[s, 0] + extra_s[s])
         total = 0.0
@@ -143,7 +143,7 @@ def best_budget(neg, row_len, gamma, anchors, seconds, extra_s, budget, count_ga
     steps = seconds.shape[0]
     out = np.zeros(steps, dtype=np.int64)
     for s in range(steps):
-        out[s], _ = best_prefix(neg[s], -1.0, _limit(row_len, s, gamma, budget), anchors[s], seconds[s],
+        out[s], _ = best_prefix(neg[s], -1.0, walk_limit(row_len, s, gamma, budget), anchors[s], seconds[s],
                                  extra_s[s], count_gain)
     return out
 
@@ -176,7 +176,7 @@ def early_stop_slo(a, row_len, order, anchors, seconds, extra_s, budget, start, 
     out = np.zeros(steps, dtype=np.int64)
     ended = np.ones(steps, dtype=np.bool_)
     for s in range(steps):
-        most = _limit(row_len, s, gamma, budget)
+        most = walk_limit(row_len, s, gamma, budget)
         first = min(start[s], most)
         requests = float(batch[s])
         per_request = float(max(batch[s], 1))
@@ -220,7 +220,7 @@ def best_budget_slo(a, row_len, order, anchors, seconds, extra_s, budget, batch,
         best_k, fastest, fastest_k = 0, tpot, 0
         total = 0.0
         reciprocal = 0.0
-        for k in range(1, _limit(row_len, s, gamma, budget) + 1):
+        for k in range(1, walk_limit(row_len, s, gamma, budget) + 1):
             r, j = order[s, k - 1] // gamma, order[s, k - 1] % gamma
             value = a[s, r, j]
             total = value if k == 1 else total + value
