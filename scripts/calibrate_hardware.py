@@ -166,7 +166,7 @@ def markdown(data: dict) -> str:
                          f"{item['points']} | {_pct(item['median_abs_rel_error'])} | "
                          f"{_pct(item['max_abs_rel_error'])} |")
     return ("\n".join(lines) + "\n\n" + stacks_markdown(data) + "\n\n" + moe_markdown(data) + "\n\n"
-            + engine_error_markdown())
+            + speculative_markdown(data) + "\n\n" + engine_error_markdown())
 
 
 def moe_markdown(data: dict) -> str:
@@ -178,6 +178,21 @@ def moe_markdown(data: dict) -> str:
         error = f"{m['standard_error'] * 1e6:.1f} µs" if "standard_error" in m else "–"
         residual = f"{m['rms_log_residual']:.3f}" if "rms_log_residual" in m else "–"
         lines.append(f"| `{stack}` | {m['moe_layer_overhead_s'] * 1e6:.1f} µs | {error} | {fitted_on} | {residual} |")
+    return "\n".join(lines)
+
+
+def speculative_markdown(data: dict) -> str:
+    """docs/hardware.md's table of the stacks' host time of speculative decoding (stage 5)."""
+    lines = ["| stack | spec_round_overhead_s | draft_forward_overhead_s | standard errors | fitted on | "
+             "rms log residual |", "|---|---|---|---|---|---|"]
+    for stack, m in (data.get("speculative") or {}).items():
+        fitted_on = (f"{len(m['fitted_on'])} records" if m["fitted_on"] else f"borrowed from `{m['borrowed']}`")
+        errors = m.get("standard_errors")
+        error = (f"{errors['spec_round_overhead_s'] * 1e6:.0f} µs, {errors['draft_forward_overhead_s'] * 1e6:.0f} µs"
+                 if errors else "–")
+        residual = f"{m['rms_log_residual']:.3f}" if "rms_log_residual" in m else "–"
+        lines.append(f"| `{stack}` | {m['spec_round_overhead_s'] * 1e6:.0f} µs | "
+                     f"{m['draft_forward_overhead_s'] * 1e6:.1f} µs | {error} | {fitted_on} | {residual} |")
     return "\n".join(lines)
 
 

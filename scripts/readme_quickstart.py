@@ -36,6 +36,12 @@ ADAPTIVE_ARMS = ("dspark-async", "dspark-goodput", "dspark-adaptive")
 QUIET_LOAD = 0.5  # load average per core below which the machine counts as quiet
 
 
+
+def _span(low: float, high: float) -> str:
+    """``low-high`` rounded to whole numbers, or one number when they round alike."""
+    a, b = f"{low:.0f}", f"{high:.0f}"
+    return a if a == b else f"{a}-{b}"
+
 def table_text(arms: dict[str, dict]) -> str:
     """The comparison table as plain text: `simlab run`'s columns without the wall time."""
     from simlab.results.table import COLUMNS
@@ -75,7 +81,7 @@ def prose_text(arms: dict[str, dict], unpadded: dict, slo_tpot_ms: float = 25.0)
         "requests/s meet both SLOs.",
         f"DSpark at fixed γ = 7 gives the median user {fixed['median_user_tok_s']:.0f} tokens/s (verifying "
         f"{fixed['mean_verify_tokens_per_request_step']:.2f} drafts per request and step). The schedulers that verify "
-        f"fewer drafts as the batch grows, `async_topk`, `goodput` and `adaptive`, give {lo:.0f}-{hi:.0f} tokens/s "
+        f"fewer drafts as the batch grows, `async_topk`, `goodput` and `adaptive`, give {_span(lo, hi)} tokens/s "
         f"and {best['request_goodput']:.2f} requests/s of goodput ({best_name} is highest), "
         f"{gap:.0%} below the oracle that knows which drafts will be accepted ({oracle['median_user_tok_s']:.0f}).",
         f"The hardware-aware scheduler (Algorithm 1) collapses here: it verifies "
@@ -166,7 +172,7 @@ def timing_sentence(seconds: list[float], loads: list[float]) -> str:
     quiet = loads[0] / cores < QUIET_LOAD  # later loads include this script's own earlier runs
     load = f"load average {loads[0]:.1f} before the first run"
     state = f"{load}: a quiet machine" if quiet else f"{load}: other jobs were running, so these times are high"
-    return (f"`simlab run scenarios/quickstart.yaml` took {min(seconds):.0f}-{max(seconds):.0f} s of wall time over "
+    return (f"`simlab run scenarios/quickstart.yaml` took {_span(min(seconds), max(seconds))} s of wall time over "
             f"{len(seconds)} runs on a {machine()} ({state}).")
 
 

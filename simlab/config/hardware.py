@@ -147,17 +147,19 @@ class RooflineHardware(StrictModel):
     quantized_efficiency: Optional[float] = Field(default=None, gt=0.0, le=1.0)
     prefill_efficiency: Optional[float] = Field(default=None, gt=0.0, le=1.0)
     draft_forward_overhead_s: Optional[NonNegativeFloat] = None
+    spec_round_overhead_s: Optional[NonNegativeFloat] = None
     alltoall_latency_s: Optional[NonNegativeFloat] = None
     alltoall_efficiency: Optional[float] = Field(default=None, gt=0.0, le=1.0)
     moe_layer_overhead_s: Optional[NonNegativeFloat] = None
 
     @model_serializer(mode="wrap")
     def _dump(self, handler: Any) -> dict[str, Any]:
-        # left out, expert_precision is not written: scenarios' dumps (and the study points hashed from them)
-        # stay as they were before the field existed
+        # left out, expert_precision and spec_round_overhead_s are not written: scenarios' dumps (and the study
+        # points hashed from them) stay as they were before the fields existed
         out = handler(self)
-        if out.get("expert_precision", 0) is None:
-            del out["expert_precision"]
+        for name in ("expert_precision", "spec_round_overhead_s"):
+            if out.get(name, 0) is None:
+                del out[name]
         return out
 
     @model_validator(mode="after")

@@ -51,6 +51,7 @@ class RooflineParams:
     quantized_efficiency: float = 1.0  # FP8/FP4 GEMMs reach this fraction of the bf16 GEMMs' efficiencies
     prefill_efficiency: float = 1.0  # a prefill chunk's FLOPs run at this fraction of flop_efficiency
     draft_forward_overhead_s: float = 0.0  # host time per drafter forward
+    spec_round_overhead_s: float = 0.0  # host time per speculative round (verify bookkeeping, the draft's setup)
     # an MoE layer's all-to-all with data-parallel attention (simlab.hardware.moe_layout): each of dispatch and
     # combine takes this latency, and its bytes move at alltoall_efficiency of the per-direction NVLink peak
     # (fitted to pplx-kernels' NVLink EP8 dispatch and combine on H100; docs/hardware.md, "Expert parallelism")

@@ -10,7 +10,9 @@
 - DSpark: DFlash's block plus gamma sequential head steps over R rows: an embedding lookup, a rank-256
   projection to the vocabulary (W2: 256 x V), added to the block's logits, then sampling.
 Each forward pays ``kernel_launch_s`` per kernel, and the stack's host time per drafter forward
-(``draft_forward_overhead_s``); the target's fixed step overhead is not charged again. Drafter weights are bf16
+(``draft_forward_overhead_s``); each speculative round pays the stack's host time per round once
+(``spec_round_overhead_s``: the verify's bookkeeping and the draft's setup, between the target's forward and the
+drafter's); the target's fixed step overhead is not charged again. Drafter weights are bf16
 (EAGLE-3, DFlash and DSpark checkpoints are); the KV their layers read is at the engine's ``kv_precision``.
 """
 
@@ -195,7 +197,7 @@ class RooflineDrafter:
         step = self.eagle3_step if method == "eagle3" else self.mtp_step
         frontier = (depth - 1) * self._time(step, r * topk, r, c, routed_scale) if depth > 1 else 0.0
         return (self.autoregressive_round_s(method, r) + self._time(step, r, r, c, routed_scale) + frontier
-                + depth * self.params.draft_forward_overhead_s)
+                + depth * self.params.draft_forward_overhead_s + self.params.spec_round_overhead_s)
 
     def kv_bytes_per_token(self, method: str) -> float:
         """Bytes per context token of the drafter's own KV on one GPU (0 without a drafter)."""
@@ -221,13 +223,14 @@ class RooflineDrafter:
             return 0.0
         r, c = float(num_requests), float(context_tokens)
         host = self.params.draft_forward_overhead_s  # per drafter forward the engine launches
+        round_s = self.params.spec_round_overhead_s  # once per speculative round
         if method in ("eagle3", "mtp"):
             return (gamma * self.autoregressive_step_s(method, r, c, routed_scale)
                     + self.autoregressive_round_s(method, r)
-                    + gamma * host)
+                    + gamma * host + round_s)
         if method == "dflash":
-            return self.parallel_block_s(r * gamma, r, c) + host
+            return self.parallel_block_s(r * gamma, r, c) + host + round_s
         if method == "dspark":
-            return self.parallel_block_s(r * gamma, r, c) + gamma * self.head_step_s(r) + host
+            return self.parallel_block_s(r * gamma, r, c) + gamma * self.head_step_s(r) + host + round_s
         check_method(method)
         return 0.0

@@ -7,8 +7,9 @@ assumptions (:class:`ExportSettings`), recorded in the file's ``provenance``:
   (powers of two and every CUDA-graph bucket); attention at each point assumes ``query_tokens_per_request``
   query tokens per request (R = max(1, B / q));
 - drafters at ``draft_gamma`` and ``draft_context_per_request``: the autoregressive curve over requests R is
-  ``draft_s(method, gamma, R) / gamma``; the parallel curve over block tokens T = R x gamma (a grid of gamma x
-  powers of two); the sequential-head curve over R;
+  ``draft_s(method, gamma, R) / gamma`` (the round's fixed parts spread over its gamma forwards); the parallel
+  curve over block tokens T = R x gamma (a grid of gamma x powers of two), one block forward with the stack's host
+  time per drafter forward and per speculative round; the sequential-head curve over R;
 - prefill: ``per_token_s`` = one ``prefill_chunk_tokens`` chunk from context 0, divided by its tokens.
 """
 
@@ -97,7 +98,8 @@ def _roofline_table(cm: RooflineCostModel, s: ExportSettings, *, generator: str,
     drafter = cm.drafter
     autoregressive = [cm.draft_s(s.autoregressive_method, gamma, r, r * per_request) / gamma for r in requests]
     block_tokens = [gamma * r for r in requests]
-    parallel = [drafter.parallel_block_s(gamma * r, r, r * per_request) for r in requests]
+    host = cm.params.draft_forward_overhead_s + cm.params.spec_round_overhead_s  # the block's step: one forward
+    parallel = [drafter.parallel_block_s(gamma * r, r, r * per_request) + host for r in requests]
     head = [drafter.head_step_s(r) for r in requests]
     chunk = s.prefill_chunk_tokens
     describe = cm.describe()

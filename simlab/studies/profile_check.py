@@ -57,7 +57,8 @@ def fitted_ids(fitted: Optional[dict] = None) -> set[str]:
     fitted = fitted or load_fitted()
     ids = {rid for entry in fitted["gpus"].values() for stack in (entry.get("stacks") or {}).values()
            for rid in stack.get("fitted_on", ())}
-    return ids | {rid for stack in (fitted.get("moe") or {}).values() for rid in stack.get("fitted_on", ())}
+    later = [stack for stage in ("moe", "speculative") for stack in (fitted.get(stage) or {}).values()]
+    return ids | {rid for stack in later for rid in stack.get("fitted_on", ())}
 
 
 def num_simulated_requests(record: ServingRecord) -> int:

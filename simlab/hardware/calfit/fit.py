@@ -184,6 +184,11 @@ class Calibrator:
             from simlab.hardware.calfit.moe import fit_moe
 
             out["moe"] = fit_moe(self.spec.serving["moe"], gpus, self.serving_records())
+        if self.spec.serving and self.spec.serving.get("speculative"):  # stage 5 (calfit.speculative)
+            from simlab.hardware.calfit.speculative import fit_speculative
+
+            out["speculative"] = fit_speculative(self.spec.serving["speculative"], gpus, out.get("moe") or {},
+                                                 self.serving_records())
         return out
 
     def gpu_entry(self, name: str, how: dict[str, Any]) -> dict[str, Any]:

@@ -74,6 +74,8 @@ class ServingRecord:
     num_draft_tokens: Optional[int] = None  # ... its draft length gamma ...
     acceptance_length: Optional[float] = None  # ... and the mean tokens per round it measured (bonus included)
     expert_parallel: int = 1  # a mixture of experts served with expert parallelism (simlab.hardware.moe_layout)
+    dataset: Optional[str] = None  # the benchmark's prompts (sharegpt, random, gsm8k, ...)
+    checkpoint: Optional[str] = None  # the target's checkpoint, with the drafter's after a '+' in speculative runs
 
     @property
     def speculative(self) -> bool:
@@ -113,7 +115,8 @@ def read_records(path: Path) -> list[ServingRecord]:
             output_throughput_tok_s=_optional(row.get("output_throughput_tok_s")), url=str(row["url"]),
             spec_method=_text(row.get("spec_method")), num_draft_tokens=_integer(row.get("num_draft_tokens")),
             acceptance_length=_optional(row.get("acceptance_length")),
-            expert_parallel=_integer(row.get("expert_parallel")) or 1))
+            expert_parallel=_integer(row.get("expert_parallel")) or 1, dataset=_text(row.get("dataset")),
+            checkpoint=_text(row.get("checkpoint"))))
     return records
 
 
@@ -156,12 +159,20 @@ def predict(record: ServingRecord, params: RooflineParams) -> dict[str, float]:
     return {"mean_tpot_ms": tpot * 1e3, "output_throughput_tok_s": users * lout / cycle}
 
 
-def listed_records(records: list[ServingRecord], how: dict[str, Any]) -> list[ServingRecord]:
-    """The records of the sources ``how`` lists (``sources: {SOURCE: {FIELD: VALUE, ...}}``, the row filter of
-    each), speculative runs left out (the fit's closed form has no drafter)."""
+def listed_records(records: list[ServingRecord], how: dict[str, Any], *, speculative: bool = False
+                   ) -> list[ServingRecord]:
+    """The records of the sources ``how`` lists (``sources: {SOURCE: {FIELD: VALUE or [VALUES], ...}}``, the row
+    filter of each), speculative runs only when ``speculative`` (stages 3 and 4 predict runs without a drafter),
+    else only runs without one."""
     sources = {name: dict(rows or {}) for name, rows in dict(how.get("sources") or {}).items()}
-    return [r for r in records if r.source in sources and not r.speculative
-            and all(str(getattr(r, k)) == str(v) for k, v in sources[r.source].items())]
+    return [r for r in records if r.source in sources and r.speculative == speculative
+            and all(_matches(getattr(r, k), v) for k, v in sources[r.source].items())]
+
+
+def _matches(value: Any, wanted: Any) -> bool:
+    """Whether a record's field passes a row filter's entry: one value, or any of a list."""
+    choices = wanted if isinstance(wanted, list) else [wanted]
+    return str(value) in {str(choice) for choice in choices}
 
 
 def observations(records: list[ServingRecord]) -> list[tuple[ServingRecord, str, float]]:
