@@ -141,6 +141,10 @@ def simulate_all(built: Built, *, jobs: int = 1, on_progress: Optional[Callable[
         from simlab.engine import block_kernel
 
         block_kernel.load()
+    if any(prepared.policy.gamma > 0 for prepared in built.arms):
+        from simlab.acceptance import draw_kernel
+
+        draw_kernel.load()  # the compiled draws, likewise
     if jobs == 1 or "fork" not in mp.get_all_start_methods():
         return [
             _simulate_one(built, i, (lambda done, i=i: on_progress(i, done)) if on_progress else None)

@@ -50,8 +50,6 @@ def test_two_values_fit_only_the_step_overhead(tmp_path):
 @pytest.mark.parametrize("content,needle", [
     ("{not json", "not JSON or JSON lines"),
     (json.dumps({"completed": 3, "mean_tpot_ms": 7.0}), "lacks total_input_tokens, total_output_tokens"),
-    (json.dumps({"completed": 3, "total_input_tokens": 30, "total_output_tokens": 30, "accept_length": 3.2,
-                 "max_concurrency": 1, "mean_tpot_ms": 3.0}), "is speculative"),
     (json.dumps({"completed": 3, "total_input_tokens": 30, "total_output_tokens": 30, "max_concurrency": 1}),
      "states neither mean_tpot_ms nor output_throughput"),
 ])
@@ -114,4 +112,70 @@ def test_a_multi_gpu_mixture_of_experts_fits_on_its_layout_and_a_bad_layout_name
     assert (source["tensor_parallel"], source["expert_parallel"], source["num_gpus"]) == (1, 8, 8)
     run = fit(FILES[0], "--gpu", "h100-sxm", "--model", "qwen3-8b", "--ep", "2", out=tmp_path / "x.yaml")
     assert run.returncode == 2 and "--expert-parallel" in run.stderr and "is dense" in run.stderr
+    assert "Traceback" not in run.stderr and not (tmp_path / "x.yaml").exists()
+
+
+def _speculative_runs(path: Path, gamma: int, taus: list[float], concurrencies: list[int], truth) -> None:
+    """SGLang bench_serving lines of speculative runs, their numbers made by the closed form with ``truth``."""
+    from simlab.hardware.calfit.serving import ServingRecord
+    from simlab.hardware.calfit.speculative import predict_speculative
+
+    lines = []
+    for tau, users in zip(taus, concurrencies):
+        record = ServingRecord(id="x", source="x", engine="sglang", gpu="h100-sxm", tensor_parallel=1,
+                               model="qwen3-8b", precision="bf16", kv_precision="bf16", input_tokens=256,
+                               output_tokens=512, concurrency=users, num_prompts=64, max_num_seqs=1024,
+                               max_batch_tokens=8192, mean_tpot_ms=None, output_throughput_tok_s=None, url="x",
+                               spec_method="eagle3", num_draft_tokens=gamma, acceptance_length=tau)
+        made = predict_speculative(record, truth)
+        lines.append(json.dumps({"completed": 64, "total_input_tokens": 64 * 256, "total_output_tokens": 64 * 512,
+                                 "max_concurrency": users, "accept_length": tau,
+                                 "mean_tpot_ms": made["mean_tpot_ms"],
+                                 "output_throughput": made["output_throughput_tok_s"]}))
+    path.write_text("\n".join(lines) + "\n")
+
+
+def test_speculative_runs_fit_the_stacks_host_time_of_speculative_decoding(tmp_path):
+    """Runs at draft lengths 3 and 7, made with 0.8 ms a round and 60 us a drafter forward on the shipped SGLang
+    calibration: the fit gives both back (no run without speculation: the stack's step costs stay shipped)."""
+    from dataclasses import replace
+
+    from simlab.config.hardware import RooflineHardware
+    from simlab.hardware.roofline_build import build_roofline
+
+    shipped = build_roofline(RooflineHardware(kind="roofline", gpu="h100-sxm", model="qwen3-8b", stack="sglang"))
+    truth = replace(shipped.params, spec_round_overhead_s=8e-4, draft_forward_overhead_s=6e-5)
+    k3, k7 = tmp_path / "k3.jsonl", tmp_path / "k7.jsonl"
+    _speculative_runs(k3, 3, [2.4, 2.9], [1, 4], truth)
+    _speculative_runs(k7, 7, [3.1, 4.2], [1, 4], truth)
+    out = tmp_path / "spec.yaml"
+    run = fit(k3, k7, "--gpu", "h100-sxm", "--model", "qwen3-8b", "--stack", "sglang", "--draft",
+              f"{k3}=eagle3:3", "--draft", f"{k7}=eagle3:7", out=out)
+    assert run.returncode == 0, run.stderr
+    assert "4 runs (4 speculative) fitted" in run.stdout
+    fitted = load_profile(out).config.provenance["fit"]["fitted"]
+    assert list(fitted) == ["spec_round_overhead_s", "draft_forward_overhead_s"]
+    assert fitted["spec_round_overhead_s"] == pytest.approx(8e-4, rel=1e-3)
+    assert fitted["draft_forward_overhead_s"] == pytest.approx(6e-5, rel=1e-2)
+    # one draft length: the round and its forwards cannot be told apart, so the round's time alone is fitted
+    one = tmp_path / "one.yaml"
+    run = fit(k3, "--gpu", "h100-sxm", "--model", "qwen3-8b", "--stack", "sglang", "--draft", "eagle3:3", out=one)
+    assert run.returncode == 0, run.stderr
+    assert list(load_profile(one).config.provenance["fit"]["fitted"]) == ["spec_round_overhead_s"]
+
+
+@pytest.mark.parametrize("draft,needle", [
+    (None, "whose drafter is not given"),
+    ("eagle9:3", "not a drafter"),
+    ("eagle3:x", "not a drafter"),
+    ("nowhere.jsonl=eagle3:3", "names a file that is not among the results given"),
+    ("eagle3:1", "an acceptance length of 3.2 cannot come from 1 drafts"),
+])
+def test_a_speculative_run_needs_a_valid_drafter(tmp_path, draft, needle):
+    runs = tmp_path / "spec.jsonl"
+    runs.write_text(json.dumps({"completed": 3, "total_input_tokens": 30, "total_output_tokens": 30,
+                                "accept_length": 3.2, "max_concurrency": 1, "mean_tpot_ms": 3.0}) + "\n")
+    extra = [] if draft is None else ["--draft", draft]
+    run = fit(runs, "--gpu", "h100-sxm", "--model", "qwen3-8b", *extra, out=tmp_path / "x.yaml")
+    assert run.returncode == 2 and needle in run.stderr, run.stderr
     assert "Traceback" not in run.stderr and not (tmp_path / "x.yaml").exists()

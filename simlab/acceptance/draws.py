@@ -11,8 +11,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 import numpy as np
-from scipy.signal import lfilter
-from scipy.special import expit, ndtri
+from scipy.special import ndtri
 
 from simlab.common import crn
 from simlab.config.acceptance import ConfidenceConfig, HeterogeneityConfig
@@ -51,49 +50,29 @@ class ArmDraws:
         uniform and the token noise (stream ACCEPT), the head's noise and, at position 0, the step innovation
         (stream NOISE). Each value depends on its key only, not on what else is drawn with it.
         """
+        from simlab.acceptance import draw_kernel
+
         het, confidence = self.heterogeneity, self.confidence
-        num_steps = np.asarray(num_steps, dtype=np.int64)
-        row_request = np.repeat(np.arange(len(request_ids)), num_steps)  # [M]
-        offset = np.add.accumulate(num_steps) - num_steps
-        step_in = np.arange(len(row_request)) - offset[row_request]  # each row's step within its request's run
-        steps = first_step[row_request] + step_in
-        keys = crn.pack(request_ids[row_request][:, None], steps[:, None], np.arange(self.gamma)[None, :])
-        bits = crn.hashed(self.seed, crn.ACCEPT, keys)
-        noise_bits = None
-        if het.step_logit_sd > 0.0 or confidence.noise_logit_sd > 0.0:
-            noise_bits = crn.rehash(bits, crn.NOISE)
-        logit = request_logit[row_request]
-        shift = self._step_shift(steps, row_request, step_in, first_step, previous_shift, noise_bits)
-        if het.step_logit_sd > 0.0:
-            logit = logit + shift[:, None]
-        if het.token_logit_sd > 0.0:
-            logit = logit + het.token_logit_sd * ndtri(crn.low_uniform(bits))
-        uniforms, accept_prob = crn.high_uniform(bits), expit(logit)
-        if self.tree is None:
-            accepted = uniforms < accept_prob
-            true_accepted = np.add.reduce(np.logical_and.accumulate(accepted, axis=-1), axis=-1)
-        else:  # rank 1 at each depth is the chain's acceptance; the misses' ranks from the same uniforms
-            true_accepted = self.tree.accepted(uniforms, accept_prob)
-        head = logit + confidence.bias_at(self.gamma) if confidence.has_bias else logit
-        if confidence.noise_logit_sd > 0.0:
-            head = head + confidence.noise_logit_sd * ndtri(crn.high_uniform(noise_bits))
-        if self.temperatures is not None:
-            head = head / self.temperatures
-        conf = expit(head)  # [M, G], as every row has its own logits
+        sd, rho = het.step_logit_sd, het.step_correlation
+        want_token, want_head, want_shift = het.token_logit_sd > 0.0, confidence.noise_logit_sd > 0.0, sd > 0.0
+        row_request, steps, step_in, accept_u, token_u, head_u, shift_u = draw_kernel.uniforms(
+            crn.base(self.seed, crn.ACCEPT), crn.base(0, crn.NOISE), np.asarray(request_ids, dtype=np.int64),
+            np.asarray(first_step, dtype=np.int64), np.asarray(num_steps, dtype=np.int64), self.gamma, want_token,
+            want_head, want_shift)
+        for wanted, u in ((want_token, token_u), (want_head, head_u), (want_shift, shift_u)):
+            if wanted:
+                ndtri(u, out=u)  # the uniforms become their standard normals
+        bias = np.broadcast_to(np.asarray(confidence.bias_at(self.gamma), dtype=float), (self.gamma,)) \
+            if confidence.has_bias else _EMPTY
+        shift, true_accepted, conf, accept_prob = draw_kernel.outcomes(
+            np.ascontiguousarray(request_logit, dtype=float), row_request, steps, step_in,
+            np.asarray(first_step, dtype=np.int64), np.asarray(previous_shift, dtype=float), accept_u, shift_u, sd,
+            float(np.sqrt(1.0 - rho * rho) * sd), rho, token_u, het.token_logit_sd, np.ascontiguousarray(bias),
+            head_u, confidence.noise_logit_sd, _EMPTY if self.temperatures is None else
+            np.ascontiguousarray(self.temperatures, dtype=float), True, self.tree is not None)
+        if self.tree is not None:  # rank 1 at each depth is the chain's acceptance; the misses' ranks from the same uniforms
+            true_accepted = self.tree.accepted(accept_u, accept_prob)
         return conf, true_accepted, shift
 
-    def _step_shift(self, steps, row_request, step_in, first_step, previous, noise_bits) -> np.ndarray:
-        """z at each row: z_0 ~ N(0, sd^2); z_t = rho z_{t-1} + sqrt(1 - rho^2) sd eta_t (stationary AR(1)) along
-        each request's run of steps; eta_t (and z_0 / sd at t = 0) is the normal from the low half of the NOISE
-        bits at position 0. The filter runs over a [R, longest run] grid, one row per request."""
-        het = self.heterogeneity
-        sd, rho = het.step_logit_sd, het.step_correlation
-        if sd == 0.0:
-            return np.zeros(steps.shape)
-        normal = ndtri(crn.low_uniform(noise_bits[:, 0]))
-        innovation = np.where(steps == 0, sd, np.sqrt(1.0 - rho * rho) * sd) * normal
-        grid = np.zeros((len(first_step), int(step_in.max(initial=-1)) + 1))
-        grid[row_request, step_in] = innovation
-        carried = np.where(first_step == 0, 0.0, previous)
-        shift, _ = lfilter([1.0], [1.0, -rho], grid, axis=1, zi=(rho * carried)[:, None])
-        return shift[row_request, step_in]
+
+_EMPTY = np.zeros(0)

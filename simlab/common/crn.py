@@ -58,6 +58,11 @@ def pack(*keys: np.ndarray | int) -> np.ndarray:
     return packed
 
 
+def base(seed: int, stream: int) -> np.uint64:
+    """The word a seed and stream's keys are xored with before hashing (compiled code hashes with it)."""
+    return _base(seed, stream)[0]
+
+
 def hashed(seed: int, stream: int, packed: np.ndarray) -> np.ndarray:
     """64 random bits per packed key (see :func:`pack`) for one seed and stream."""
     with np.errstate(over="ignore"):

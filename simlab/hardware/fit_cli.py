@@ -32,6 +32,9 @@ def fit_command(
     expert_parallel: int = typer.Option(1, "--expert-parallel", "--ep", min=1,
                                         help="Benchmark results: a mixture of experts' expert-parallel size "
                                              "(above --tp: data-parallel attention)."),
+    draft: Optional[list[str]] = typer.Option(None, "--draft", help="Benchmark results: the drafter of the "
+                                              "speculative runs, METHOD:K (e.g. eagle3:3), or FILE=METHOD:K for one "
+                                              "file's; repeat for several."),
 ) -> None:
     """Fit your measurements and write a table profile with the residual stated: step timings with the calibrated
     roofline's smooth knee, or engine benchmark runs as a serving stack on the roofline of --gpu and --model."""
@@ -54,7 +57,7 @@ def fit_command(
                    f"{verify['median_abs_rel_error']:.1%}, max {verify['max_abs_rel_error']:.1%} "
                    "(all curves' residuals are in its provenance)")
         return
-    from simlab.hardware.benchfit import GENERATOR, fit_bench
+    from simlab.hardware.benchfit import GENERATOR, fit_bench, parse_drafts
 
     for option, value in (("--gpu", gpu), ("--model", model)):
         if value is None:
@@ -66,11 +69,12 @@ def fit_command(
     _check_choice("--stack", stack, tuple(STACKS))
     _check_choice("--precision", precision, PRECISIONS)
     _check_choice("--kv-precision", kv_precision, KV_PRECISIONS)
+    drafts = parse_drafts(list(draft or []), list(measurements))
     try:
         data = fit_bench(list(measurements), gpu=gpu, model=model, stack=stack, precision=precision,
                          kv_precision=kv_precision, max_num_seqs=max_num_seqs, max_batch_tokens=max_batch_tokens,
                          name=name or out.stem, command=command, tensor_parallel=tensor_parallel,
-                         expert_parallel=expert_parallel)
+                         expert_parallel=expert_parallel, drafts=drafts)
     except InputError as err:  # the roofline's fields are this command's options
         if err.file is None and err.field in ("gpu", "model", "precision", "tensor_parallel", "expert_parallel"):
             raise InputError(err.problem, field="--" + err.field.replace("_", "-"), value=err.value,
@@ -80,7 +84,8 @@ def fit_command(
     write_file_atomic(out, table_text(data, written_by=GENERATOR))
     fit = data["provenance"]["fit"]
     fitted = ", ".join(f"{k} {v:.4g} ± {fit['standard_errors'][k]:.2g}" for k, v in fit["fitted"].items())
-    typer.echo(f"wrote {out}: {fit['runs']} runs fitted ({fitted}); residual median {fit['residual_median_abs']:.1%}, "
+    runs = f"{fit['runs']} runs" + (f" ({fit['speculative_runs']} speculative)" if fit["speculative_runs"] else "")
+    typer.echo(f"wrote {out}: {runs} fitted ({fitted}); residual median {fit['residual_median_abs']:.1%}, "
                f"max {fit['residual_max_abs']:.1%} (every run's residual is in its provenance)")
 
 

@@ -30,7 +30,7 @@ import numpy as np
 
 from simlab.hardware.calfit.lsq import fit_log, rounded
 from simlab.hardware.calfit.moe import stage3_params
-from simlab.hardware.calfit.serving import ServingRecord, cost_model, listed_records, observations
+from simlab.hardware.calfit.serving import ServingRecord, cost_model, identifiable, listed_records, observations
 from simlab.hardware.calibration import SPECULATIVE_PARAMETERS
 from simlab.hardware.device import RooflineParams
 
@@ -43,6 +43,15 @@ def speculative_records(records: list[ServingRecord], stack: str, how: dict[str,
     """The records a stack's speculative host time is fitted on: its engine, a speculative run of a listed
     source (and its row filter), any GPU; without source ``left_out``."""
     return [r for r in listed_records(records, how, speculative=True) if r.engine == stack and r.source != left_out]
+
+
+def host_time_names(records: list[ServingRecord]) -> tuple[str, ...]:
+    """The host-time parameters ``records`` identify: one per two measured values, the round's first; the time
+    per drafter forward only when the runs differ in drafter forwards per round (EAGLE-3 or MTP at two draft
+    lengths or more; a DFlash or DSpark block is one forward whatever its length)."""
+    names = identifiable(SPECULATIVE_PARAMETERS, records)
+    forwards = {r.num_draft_tokens if r.spec_method in ("eagle3", "mtp") else 1 for r in records}
+    return names if len(forwards) > 1 else tuple(n for n in names if n != "draft_forward_overhead_s")
 
 
 def stage4_params(gpus: dict[str, Any], moe: dict[str, Any], gpu: str, stack: str) -> RooflineParams:
@@ -67,13 +76,12 @@ def predict_speculative(record: ServingRecord, params: RooflineParams) -> dict[s
     return {"mean_tpot_ms": round_s / tau * 1e3, "output_throughput_tok_s": users * lout / cycle_s}
 
 
-def fit_host_time(records: list[ServingRecord], base: dict[str, RooflineParams]
-                  ) -> tuple[dict[str, float], dict[str, float], float]:
-    """(values, standard errors, rms log residual) of :data:`SPECULATIVE_PARAMETERS` fitted on ``records``, each
-    record's other parameters ``base[gpu]``."""
+def fit_host_time(records: list[ServingRecord], base: dict[str, RooflineParams],
+                  names: tuple[str, ...] = SPECULATIVE_PARAMETERS) -> tuple[dict[str, float], dict[str, float], float]:
+    """(values, standard errors, rms log residual) of ``names`` (of :data:`SPECULATIVE_PARAMETERS`) fitted on
+    ``records``, each record's other parameters ``base[gpu]``."""
     obs = observations(records)
     measured = np.array([value for _, _, value in obs])
-    names = SPECULATIVE_PARAMETERS
 
     def params(x: np.ndarray, gpu: str) -> RooflineParams:
         return replace(base[gpu], **{name: float(v) * 1e-6 for name, v in zip(names, x)})
@@ -99,9 +107,10 @@ def fit_speculative(spec_speculative: dict[str, Any], gpus: dict[str, Any], moe:
         else:
             rows = speculative_records(records, stack, how)
             base = {r.gpu: stage4_params(gpus, moe, r.gpu, stack) for r in rows}
-            values, errors, rms = fit_host_time(rows, base)
-            out[stack] = {**{name: rounded(values[name]) for name in SPECULATIVE_PARAMETERS},
-                          "standard_errors": {name: rounded(errors[name], 3) for name in SPECULATIVE_PARAMETERS},
+            names = host_time_names(rows)
+            values, errors, rms = fit_host_time(rows, base, names)
+            out[stack] = {**{name: rounded(values.get(name, 0.0)) for name in SPECULATIVE_PARAMETERS},
+                          "standard_errors": {name: rounded(errors[name], 3) for name in names},
                           "rms_log_residual": rounded(rms, 3), "fitted_on": sorted(r.id for r in rows)}
         if how.get("note"):
             out[stack]["note"] = " ".join(str(how["note"]).split())
