@@ -58,6 +58,8 @@ SCHEDULERS = {  # every scheduler of the reference-equivalence tests (all served
     **REFERENCE_SCHEDULERS,
     "adaptive": {"kind": "adaptive"},
     "adaptive-lag3": {"kind": "adaptive", "lag_steps": 3},
+    "adaptive-slo8": {"kind": "adaptive", "slo_tpot_ms": 8.0},  # a TPOT limit that binds at most loads
+    "adaptive-slo15-lag3": {"kind": "adaptive", "slo_tpot_ms": 15.0, "lag_steps": 3},
 }
 
 
@@ -173,7 +175,7 @@ def test_which_arms_the_compiled_block_serves(tmp_path):
     assert _policy("adaptive", 5, 8192).block_kernel() is not None
     with_slo = ArmPolicy("dspark", 5, make_scheduler("adaptive", slo_tpot_ms=20.0), None, CONTEXT_TABLE, 8192,
                          np.full(5, 0.5))
-    assert with_slo.block_kernel() is None  # a TPOT limit: the numpy block
+    assert with_slo.block_kernel()[0] == 6 and with_slo.block_kernel()[3] == 20.0  # adaptive with its TPOT limit
     assert ArmPolicy("none", 0, None, None, CONTEXT_TABLE, 8192, np.zeros(0)).block_kernel() is None
 
 
@@ -189,13 +191,15 @@ def test_simulations_are_the_same_with_and_without_the_compiled_block(tmp_path, 
                    "kv_cache_tokens": 40_000},
         "acceptance": {"kind": "preset", "name": "qwen3-8b"},
         "arms": [{"name": "fixed", "method": "dspark", "gamma": 7, "scheduler": {"kind": "fixed"}},
-                 {"name": "hw", "method": "dflash", "gamma": 5, "scheduler": {"kind": "hardware_aware"}}],
+                 {"name": "hw", "method": "dflash", "gamma": 5, "scheduler": {"kind": "hardware_aware"}},
+                 {"name": "adaptive-slo", "method": "dspark", "gamma": 5,
+                  "scheduler": {"kind": "adaptive", "slo_tpot_ms": 9.0}}],
     }
     path = write_scenario(tmp_path, data)
     fast = simulate(path)
     monkeypatch.setattr(ArmPolicy, "block_kernel", lambda self: None)
     slow = simulate(path)
-    for name in ("fixed", "hw"):
+    for name in ("fixed", "hw", "adaptive-slo"):
         assert fast[name].requests.equals(slow[name].requests)
         for column in slow[name].steps:
             assert np.array_equal(np.asarray(fast[name].steps[column]), np.asarray(slow[name].steps[column])), column

@@ -6,7 +6,7 @@ point, because a step's inputs (who is active, how far each may verify, the batc
 earlier steps emitted. Compiled code needs no guess: it steps the block in order, so every step is exact and no
 pass is repeated. It serves the arms :meth:`simlab.engine.decode.ArmPolicy.block_kernel` names: chain drafts
 with drawn outcomes under ``fixed`` and ``threshold``, or under ``hardware_aware``, ``async_topk``, ``goodput``,
-``oracle`` and ``adaptive`` (no TPOT limit) on a cost model that tabulates its verify seconds at integer batches
+``oracle`` and ``adaptive`` (with or without a TPOT limit) on a cost model that tabulates its verify seconds at integer batches
 (:meth:`~simlab.hardware.base.CostModel.verify_lookup`). Each step runs the scheduler's own compiled walks
 (:mod:`simlab.schedulers.kernels`, :mod:`simlab.schedulers.plan_kernels`) on that step alone, so the lengths are
 those of the vectorised policy bit for bit (tests/test_block_kernel.py).
@@ -174,6 +174,72 @@ def _adaptive(conf_step, source, row_len, batch, context_tokens, budget, draft_g
 
 
 @njit(cache=True)
+def _stable_order(a, row_len, neg):
+    """[1, R*G] the path's candidate indices r * G + j in order (simlab.schedulers.path.path_order: a stable sort
+    of the negated path; ``neg`` is overwritten)."""
+    _negated(a, row_len, neg)
+    order = np.empty((1, neg.shape[1]), dtype=np.int64)
+    order[0] = np.argsort(neg[0], kind="mergesort")
+    return order
+
+
+@njit(cache=True)
+def _adaptive_slo(conf_step, source, row_len, batch, context_tokens, budget, draft_grid, flat, width, rows, a, neg,
+                  lagged_a, slo_ms):
+    """``adaptive`` with a TPOT limit on one step (simlab.schedulers.adaptive.plan_draft and verify with
+    ``slo_tpot_ms``): the plan over draft lengths from one walk of the lagged path's order, the committed budget
+    among the K within the limit, then Algorithm 1 with the limit on the current path. Returns the lengths
+    [1, R], the draft length and the requests drafting."""
+    num_rows, gamma = conf_step.shape
+    if num_rows == 0:
+        return np.zeros((1, 0), dtype=np.int64), 0, 0
+    _products(source, row_len, lagged_a, neg)
+    order = _stable_order(lagged_a, row_len, neg)
+    may_verify = 0
+    for r in range(num_rows):
+        if row_len[0, r] > 0:
+            may_verify += 1
+    anchors = np.full(1, float(batch))
+    batch_sizes = np.full(1, batch, dtype=np.int64)
+    verify = _seconds(flat, width, rows, batch, context_tokens, num_rows * gamma + 1)
+    draft_all_s = np.zeros((1, gamma + 1))
+    for d in range(1, gamma + 1):
+        draft_all_s[0, d] = draft_grid[d, may_verify]
+    chosen_k, gained, mean_recip, drafting = plan_kernels.draft_plan_slo(
+        lagged_a, order, row_len, anchors, verify, draft_all_s, budget, batch_sizes, slo_ms)
+    fewer = np.zeros((gamma, 1), dtype=np.int64)
+    draft_fewer = np.zeros((gamma, 1))
+    for i in range(gamma):
+        for r in range(num_rows):
+            fewer[i, 0] += drafting[0, i, r]
+        draft_fewer[i, 0] = draft_grid[i + 1, fewer[i, 0]]
+    best_len, best_set, best_draft, _ = plan_kernels.finish_plan(
+        lagged_a, row_len, anchors, verify, budget, chosen_k, gained, mean_recip, draft_all_s, drafting, fewer,
+        draft_fewer, batch_sizes, slo_ms, True)
+    draft_len = best_len[0]
+    drafted = np.zeros((1, num_rows), dtype=np.int64)
+    num_drafting = 0
+    for r in range(num_rows):
+        if best_set[0, r]:
+            drafted[0, r] = min(row_len[0, r], draft_len)
+            num_drafting += 1
+    committed = 0
+    if best_draft[0] > 0.0:  # the budget the draft was paid for, among the K within the limit
+        plan_order = _stable_order(lagged_a, drafted, neg)
+        committed = kernels.best_budget_slo(lagged_a, drafted, plan_order, anchors, verify, best_draft, budget,
+                                            batch_sizes, slo_ms)[0]
+    # Algorithm 1 with the limit on the current path, started at the committed budget
+    _products(conf_step, drafted, a, neg)
+    current_order = _stable_order(a, drafted, neg)
+    extra = np.full(1, draft_grid[draft_len, num_drafting])
+    num_admitted, _ = kernels.early_stop_slo(a, drafted, current_order, anchors, verify, extra, budget,
+                                             np.full(1, committed, dtype=np.int64), batch_sizes, slo_ms)
+    _negated(a, drafted, neg)
+    neg[0] = np.sort(neg[0])
+    return kernels.cut_lengths(a, drafted, neg, num_admitted), draft_len, num_drafting
+
+
+@njit(cache=True)
 def _fixed(conf_step, row_len, budget, a, neg):
     """Every allowed position, trimmed to the token budget by survival (simlab.schedulers.policies.fixed)."""
     if kernels.num_valid(row_len, 0, conf_step.shape[1]) <= budget[0]:
@@ -257,8 +323,9 @@ def _oracle(true_accepted_step, row_len, batch, context_tokens, budget, flat, wi
 
 
 @njit(cache=True)
-def run_block(scheduler, gamma, max_batch_tokens, threshold, cumulative, lagged, stop_at_finish, remaining, context,
-              join, held, conf, true_accepted, lagged_conf, lagged_known, prior_conf, draft_grid, flat, width, rows):
+def run_block(scheduler, gamma, max_batch_tokens, threshold, cumulative, slo_ms, lagged, stop_at_finish, remaining,
+              context, join, held, conf, true_accepted, lagged_conf, lagged_known, prior_conf, draft_grid, flat, width,
+              rows):
     """Step a roster through up to K = ``conf.shape[0]`` steps.
 
     Per request r (N rows): ``remaining`` tokens to emit, ``context`` KV tokens held, ``join`` its first decoding
@@ -266,7 +333,7 @@ def run_block(scheduler, gamma, max_batch_tokens, threshold, cumulative, lagged,
     and ``true_accepted`` [K, N] are the draws of each request's decode step at each block step; a ``lagged``
     scheduler reads ``lagged_conf`` [K, N, G] where ``lagged_known`` [K, N], else ``prior_conf`` [G].
     ``draft_grid`` [G + 1, n] is the draft's seconds by draft length and requests drafting (goodput, adaptive);
-    ``threshold`` and ``cumulative`` are the threshold scheduler's. With ``stop_at_finish`` the block ends after
+    ``threshold`` and ``cumulative`` are the threshold scheduler's, ``slo_ms`` adaptive's TPOT limit (0: none). With ``stop_at_finish`` the block ends after
     the first step in which a request emits its last token. Returns lengths, accepted and emitted [K, N], active
     [K, N], the decode part's total context [K], the draft plan (draft length [K], requests drafting [K];
     adaptive only) and the exact steps; rows from the exact steps on are zeros."""
@@ -325,7 +392,11 @@ def run_block(scheduler, gamma, max_batch_tokens, threshold, cumulative, lagged,
                         source[r, j] = lagged_conf[k, r, j] if lagged_known[k, r] else prior_conf[j]
             else:
                 source[:, :] = conf[k]
-        if scheduler == ADAPTIVE:
+        if scheduler == ADAPTIVE and slo_ms > 0.0:
+            step_lengths, plan_len[k], plan_num[k] = _adaptive_slo(conf[k], source, row_len, batch,
+                                                                   float(step_context), budget, draft_grid, flat,
+                                                                   width, rows, a, neg, lagged_a, slo_ms)
+        elif scheduler == ADAPTIVE:
             step_lengths, plan_len[k], plan_num[k] = _adaptive(conf[k], source, row_len, batch, float(step_context),
                                                                budget, draft_grid, flat, width, rows, a, neg, head,
                                                                lagged_a)
@@ -358,7 +429,8 @@ def load() -> None:
     true_accepted = np.ones((2, 2), dtype=np.int64)
     flat = np.linspace(0.0, 1.0, 8)
     known = np.ones((2, 2), dtype=np.bool_)
-    for code in (FIXED, HARDWARE_AWARE, THRESHOLD, ASYNC_TOPK, GOODPUT, ORACLE, ADAPTIVE):
+    for code, slo_ms in ((FIXED, 0.0), (HARDWARE_AWARE, 0.0), (THRESHOLD, 0.0), (ASYNC_TOPK, 0.0), (GOODPUT, 0.0),
+                         (ORACLE, 0.0), (ADAPTIVE, 0.0), (ADAPTIVE, 20.0)):
         for lagged in (False, True):
-            run_block(code, 2, 3, 0.5, False, lagged, lagged, remaining, zeros, zeros, remaining, conf,
+            run_block(code, 2, 3, 0.5, False, slo_ms, lagged, lagged, remaining, zeros, zeros, remaining, conf,
                       true_accepted, conf, known, conf[0, 0], np.ones((3, 3)), flat, 4, np.array([0.0, 1.0]))

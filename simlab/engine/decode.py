@@ -105,7 +105,7 @@ class ArmPolicy:
     def block_kernel(self) -> Optional[tuple]:
         """What compiled code needs to step this arm's blocks (:mod:`simlab.engine.block_kernel`), or None (the
         numpy block): a chain drafter with drawn outcomes whose scheduler is ``fixed`` or ``threshold``, or
-        ``hardware_aware``, ``async_topk``, ``oracle``, ``goodput`` or ``adaptive`` (without ``slo_tpot_ms``) on a
+        ``hardware_aware``, ``async_topk``, ``oracle``, ``goodput`` or ``adaptive`` (with or without ``slo_tpot_ms``) on a
         cost model with a verify lookup (and, for the last two, a draft cost that ignores context)."""
         if not self._kernel:
             self._kernel.append(self._block_kernel())
@@ -115,13 +115,13 @@ class ArmPolicy:
         if self.gamma == 0 or self.replay is not None or self.tree is not None or self.scheduler is None:
             return None
         entry, params = self.scheduler.entry, self.scheduler.params
-        if entry.block_code is None or params.get("slo_tpot_ms") is not None:  # a TPOT limit: the numpy block
+        if entry.block_code is None:
             return None
         lookup = self.cost.verify_lookup() if entry.reads_verify_cost else (np.zeros(1), 1, np.zeros(0))
         if lookup is None or (entry.reads_draft_cost and self.cost.draft_reads_context):
             return None
         return (entry.block_code, float(params.get("threshold", 0.0)), bool(params.get("cumulative", False)),
-                self.lag_steps > 0, *lookup)
+                float(params.get("slo_tpot_ms") or 0.0), self.lag_steps > 0, *lookup)
 
     @property
     def lag_steps(self) -> int:
