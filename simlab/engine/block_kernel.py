@@ -132,6 +132,44 @@ def _early_stop(conf_step, row_len, batch, context_tokens, budget, extra_s, firs
 
 
 @njit(cache=True)
+def _all_draft_s(row_len, draft_grid, gamma):
+    """[1, G + 1] the draft's seconds at each draft length d when every request that may verify drafts d."""
+    may_verify = 0
+    for r in range(row_len.shape[1]):
+        if row_len[0, r] > 0:
+            may_verify += 1
+    draft_all_s = np.zeros((1, gamma + 1))
+    for d in range(1, gamma + 1):
+        draft_all_s[0, d] = draft_grid[d, may_verify]
+    return draft_all_s
+
+
+@njit(cache=True)
+def _fewer(drafting, draft_grid, gamma):
+    """Per draft length d = 1..G: how many requests verify something at its lagged optimum ([G, 1]) and the
+    draft's seconds when only they draft ([G, 1])."""
+    fewer = np.zeros((gamma, 1), dtype=np.int64)
+    draft_fewer = np.zeros((gamma, 1))
+    for i in range(gamma):
+        for r in range(drafting.shape[2]):
+            fewer[i, 0] += drafting[0, i, r]
+        draft_fewer[i, 0] = draft_grid[i + 1, fewer[i, 0]]
+    return fewer, draft_fewer
+
+
+@njit(cache=True)
+def _drafted(best_len, best_set, row_len):
+    """The plan's verify limits [1, R] (its draft length where a request drafts, else 0) and how many draft."""
+    drafted = np.zeros((1, row_len.shape[1]), dtype=np.int64)
+    num_drafting = 0
+    for r in range(row_len.shape[1]):
+        if best_set[0, r]:
+            drafted[0, r] = min(row_len[0, r], best_len[0])
+            num_drafting += 1
+    return drafted, num_drafting
+
+
+@njit(cache=True)
 def _adaptive(conf_step, source, row_len, batch, context_tokens, budget, draft_grid, flat, width, rows, a, neg,
               head, lagged_a):
     """``adaptive`` without a TPOT limit (simlab.schedulers.adaptive: plan_draft, then verify) on one step:
@@ -142,32 +180,16 @@ def _adaptive(conf_step, source, row_len, batch, context_tokens, budget, draft_g
     if num_rows == 0:
         return np.zeros((1, 0), dtype=np.int64), 0, 0
     _products(source, row_len, lagged_a, neg)
-    may_verify = 0
-    for r in range(num_rows):
-        if row_len[0, r] > 0:
-            may_verify += 1
     anchors = np.full(1, float(batch))
     verify = _seconds(flat, width, rows, batch, context_tokens, num_rows * gamma + 1)
-    draft_all_s = np.zeros((1, gamma + 1))
-    for d in range(1, gamma + 1):
-        draft_all_s[0, d] = draft_grid[d, may_verify]
+    draft_all_s = _all_draft_s(row_len, draft_grid, gamma)
     chosen_k, gained, drafting = plan_kernels.draft_plan(lagged_a, row_len, anchors, verify, draft_all_s, budget)
-    fewer = np.zeros((gamma, 1), dtype=np.int64)
-    draft_fewer = np.zeros((gamma, 1))
-    for i in range(gamma):
-        for r in range(num_rows):
-            fewer[i, 0] += drafting[0, i, r]
-        draft_fewer[i, 0] = draft_grid[i + 1, fewer[i, 0]]
+    fewer, draft_fewer = _fewer(drafting, draft_grid, gamma)
     best_len, best_set, _, committed = plan_kernels.finish_plan(
         lagged_a, row_len, anchors, verify, budget, chosen_k, gained, np.zeros((1, gamma)), draft_all_s, drafting,
         fewer, draft_fewer, np.full(1, batch, dtype=np.int64), -1.0, False)
+    drafted, num_drafting = _drafted(best_len, best_set, row_len)
     draft_len = best_len[0]
-    drafted = np.zeros((1, num_rows), dtype=np.int64)
-    num_drafting = 0
-    for r in range(num_rows):
-        if best_set[0, r]:
-            drafted[0, r] = min(row_len[0, r], draft_len)
-            num_drafting += 1
     lengths = _early_stop(conf_step, drafted, batch, context_tokens, budget, draft_grid[draft_len, num_drafting],
                           committed[0], flat, width, rows, a, neg, head)
     return lengths, draft_len, num_drafting
@@ -195,34 +217,18 @@ def _adaptive_slo(conf_step, source, row_len, batch, context_tokens, budget, dra
         return np.zeros((1, 0), dtype=np.int64), 0, 0
     _products(source, row_len, lagged_a, neg)
     order = _stable_order(lagged_a, row_len, neg)
-    may_verify = 0
-    for r in range(num_rows):
-        if row_len[0, r] > 0:
-            may_verify += 1
     anchors = np.full(1, float(batch))
     batch_sizes = np.full(1, batch, dtype=np.int64)
     verify = _seconds(flat, width, rows, batch, context_tokens, num_rows * gamma + 1)
-    draft_all_s = np.zeros((1, gamma + 1))
-    for d in range(1, gamma + 1):
-        draft_all_s[0, d] = draft_grid[d, may_verify]
+    draft_all_s = _all_draft_s(row_len, draft_grid, gamma)
     chosen_k, gained, mean_recip, drafting = plan_kernels.draft_plan_slo(
         lagged_a, order, row_len, anchors, verify, draft_all_s, budget, batch_sizes, slo_ms)
-    fewer = np.zeros((gamma, 1), dtype=np.int64)
-    draft_fewer = np.zeros((gamma, 1))
-    for i in range(gamma):
-        for r in range(num_rows):
-            fewer[i, 0] += drafting[0, i, r]
-        draft_fewer[i, 0] = draft_grid[i + 1, fewer[i, 0]]
+    fewer, draft_fewer = _fewer(drafting, draft_grid, gamma)
     best_len, best_set, best_draft, _ = plan_kernels.finish_plan(
         lagged_a, row_len, anchors, verify, budget, chosen_k, gained, mean_recip, draft_all_s, drafting, fewer,
         draft_fewer, batch_sizes, slo_ms, True)
+    drafted, num_drafting = _drafted(best_len, best_set, row_len)
     draft_len = best_len[0]
-    drafted = np.zeros((1, num_rows), dtype=np.int64)
-    num_drafting = 0
-    for r in range(num_rows):
-        if best_set[0, r]:
-            drafted[0, r] = min(row_len[0, r], draft_len)
-            num_drafting += 1
     committed = 0
     if best_draft[0] > 0.0:  # the budget the draft was paid for, among the K within the limit
         plan_order = _stable_order(lagged_a, drafted, neg)
