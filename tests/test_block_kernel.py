@@ -135,7 +135,7 @@ def test_block_stops_before_a_step_without_draws():
 
 
 def test_sorted_head_is_the_sorted_paths_head():
-    from simlab.engine.block_kernel import _sorted_head
+    from simlab.engine.block_steps import sorted_head as _sorted_head
 
     rng = np.random.default_rng(5)
     for trial in range(300):

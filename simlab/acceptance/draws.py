@@ -55,22 +55,25 @@ class ArmDraws:
         het, confidence = self.heterogeneity, self.confidence
         sd, rho = het.step_logit_sd, het.step_correlation
         want_token, want_head, want_shift = het.token_logit_sd > 0.0, confidence.noise_logit_sd > 0.0, sd > 0.0
+        first = np.asarray(first_step, dtype=np.int64)
         row_request, steps, step_in, accept_u, token_u, head_u, shift_u = draw_kernel.uniforms(
-            crn.base(self.seed, crn.ACCEPT), crn.base(0, crn.NOISE), np.asarray(request_ids, dtype=np.int64),
-            np.asarray(first_step, dtype=np.int64), np.asarray(num_steps, dtype=np.int64), self.gamma, want_token,
-            want_head, want_shift)
+            crn.base(self.seed, crn.ACCEPT), crn.base(0, crn.NOISE), np.asarray(request_ids, dtype=np.int64), first,
+            np.asarray(num_steps, dtype=np.int64), self.gamma, want_token, want_head, want_shift)
         for wanted, u in ((want_token, token_u), (want_head, head_u), (want_shift, shift_u)):
             if wanted:
                 ndtri(u, out=u)  # the uniforms become their standard normals
-        bias = np.broadcast_to(np.asarray(confidence.bias_at(self.gamma), dtype=float), (self.gamma,)) \
-            if confidence.has_bias else _EMPTY
+        bias = _EMPTY
+        if confidence.has_bias:
+            bias = np.ascontiguousarray(np.broadcast_to(np.asarray(confidence.bias_at(self.gamma), dtype=float),
+                                                        (self.gamma,)))
+        temperatures = _EMPTY if self.temperatures is None else np.ascontiguousarray(self.temperatures, dtype=float)
         shift, true_accepted, conf, accept_prob = draw_kernel.outcomes(
-            np.ascontiguousarray(request_logit, dtype=float), row_request, steps, step_in,
-            np.asarray(first_step, dtype=np.int64), np.asarray(previous_shift, dtype=float), accept_u, shift_u, sd,
-            float(np.sqrt(1.0 - rho * rho) * sd), rho, token_u, het.token_logit_sd, np.ascontiguousarray(bias),
-            head_u, confidence.noise_logit_sd, _EMPTY if self.temperatures is None else
-            np.ascontiguousarray(self.temperatures, dtype=float), True, self.tree is not None)
-        if self.tree is not None:  # rank 1 at each depth is the chain's acceptance; the misses' ranks from the same uniforms
+            np.ascontiguousarray(request_logit, dtype=float), row_request, steps, step_in, first,
+            np.asarray(previous_shift, dtype=float), accept_u, shift_u, sd, float(np.sqrt(1.0 - rho * rho) * sd), rho,
+            token_u, het.token_logit_sd, bias, head_u, confidence.noise_logit_sd, temperatures, True,
+            self.tree is not None)
+        if self.tree is not None:
+            # rank 1 at each depth is the chain's acceptance; the misses' ranks from the same uniforms
             true_accepted = self.tree.accepted(accept_u, accept_prob)
         return conf, true_accepted, shift
 

@@ -140,12 +140,18 @@ def cost_model(record: ServingRecord, params: RooflineParams) -> CalibratedRoofl
                                        expert_parallel=record.expert_parallel, params=params, buckets=buckets)
 
 
+def decoding_users(record: ServingRecord, cm: CalibratedRooflineCostModel) -> int:
+    """The requests that decode at once: the run's concurrency, unless the server's ``max_num_seqs``, its prompts
+    or its KV cache (prompt and output of each) hold fewer."""
+    kv_users = (cm.kv_cache_tokens() or 0) // (record.input_tokens + record.output_tokens)
+    return max(1, min(record.concurrency, record.max_num_seqs, record.num_prompts, kv_users))
+
+
 def predict(record: ServingRecord, params: RooflineParams) -> dict[str, float]:
     """The closed-form steady state of a record (module docstring): mean TPOT (ms) and output throughput."""
     cm = cost_model(record, params)
     lin, lout, budget = record.input_tokens, record.output_tokens, record.max_batch_tokens
-    kv_users = (cm.kv_cache_tokens() or 0) // (lin + lout)
-    users = max(1, min(record.concurrency, record.max_num_seqs, record.num_prompts, kv_users))
+    users = decoding_users(record, cm)
     queued = record.concurrency > users  # requests wait: every prefill step is filled to the token budget
     context = users * (lin + lout / 2.0)
     decode = float(cm.verify_s(users, context, users))

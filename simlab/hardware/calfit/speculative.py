@@ -24,13 +24,14 @@ prefill, target and drafter, then ``(output - 1) / tau`` rounds).
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any, Optional
+from typing import Any
 
 import numpy as np
 
 from simlab.hardware.calfit.lsq import fit_log, rounded
 from simlab.hardware.calfit.moe import stage3_params
-from simlab.hardware.calfit.serving import ServingRecord, cost_model, identifiable, listed_records, observations
+from simlab.hardware.calfit.serving import (ServingRecord, cost_model, decoding_users, identifiable, listed_records,
+                                            observations)
 from simlab.hardware.calibration import SPECULATIVE_PARAMETERS
 from simlab.hardware.device import RooflineParams
 
@@ -38,11 +39,10 @@ X0_US = {"spec_round_overhead_s": 300.0, "draft_forward_overhead_s": 30.0}
 UPPER_US = {"spec_round_overhead_s": 20000.0, "draft_forward_overhead_s": 5000.0}
 
 
-def speculative_records(records: list[ServingRecord], stack: str, how: dict[str, Any],
-                        left_out: Optional[str] = None) -> list[ServingRecord]:
+def speculative_records(records: list[ServingRecord], stack: str, how: dict[str, Any]) -> list[ServingRecord]:
     """The records a stack's speculative host time is fitted on: its engine, a speculative run of a listed
-    source (and its row filter), any GPU; without source ``left_out``."""
-    return [r for r in listed_records(records, how, speculative=True) if r.engine == stack and r.source != left_out]
+    source (and its row filter), any GPU."""
+    return [r for r in listed_records(records, how, speculative=True) if r.engine == stack]
 
 
 def host_time_names(records: list[ServingRecord]) -> tuple[str, ...]:
@@ -66,8 +66,7 @@ def predict_speculative(record: ServingRecord, params: RooflineParams) -> dict[s
     cm = cost_model(record, params)
     method, gamma, tau = record.spec_method, int(record.num_draft_tokens), float(record.acceptance_length)
     lin, lout = record.input_tokens, record.output_tokens
-    kv_users = (cm.kv_cache_tokens() or 0) // (lin + lout)
-    users = max(1, min(record.concurrency, record.max_num_seqs, record.num_prompts, kv_users))
+    users = decoding_users(record, cm)
     context = users * (lin + lout / 2.0)
     round_s = (float(cm.verify_s(users * (gamma + 1), context, users))
                + float(cm.draft_s(method, gamma, users, context)))
