@@ -170,15 +170,16 @@ def _compiled_block(policy: ArmPolicy, roster: Roster, draws: dict, kernel: tupl
     """The block stepped in order by compiled code (:mod:`simlab.engine.block_kernel`)."""
     from simlab.engine.block_kernel import run_block
 
-    code, threshold, cumulative, slo_ms, lagged, flat, width, rows = kernel
+    code, threshold, cumulative, slo_ms, lagged, cost, draft_spec = kernel
     conf = draws["conf"]
     lagged_conf, lagged_known = (draws["lagged_conf"], draws["lagged_known"]) if lagged else (conf, _NONE_KNOWN)
-    # the draft's seconds by draft length and requests drafting (a draft cost that ignores context)
-    draft_grid = policy.draft_grid(len(roster)) if policy.scheduler.entry.reads_draft_cost else _NO_DRAFT
+    # a draft cost that ignores context: its seconds by draft length and requests drafting (else the spec prices it)
+    reads_grid = policy.scheduler.entry.reads_draft_cost and draft_spec.size == 0
+    draft = (policy.draft_grid(len(roster)) if reads_grid else _NO_DRAFT, draft_spec)
     lengths, accepted, emitted, active, context, draft_len, num_drafting, num_exact = run_block(
         code, policy.gamma, policy.max_batch_tokens, threshold, cumulative, slo_ms, lagged, stop_at_finish,
         roster.remaining, roster.context, roster.join, draws["held"], conf, draws["true_accepted"], lagged_conf,
-        lagged_known, policy.prior_conf, draft_grid, flat, width, rows)
+        lagged_known, policy.prior_conf, draft, cost)
     plan = (draft_len, num_drafting) if policy.scheduler.plans_draft else None
     return Block(lengths, accepted, emitted, active, context, num_exact, policy.gamma, plan)
 

@@ -1,5 +1,5 @@
 """Each scheduler on one step of a compiled block (:mod:`simlab.engine.block_kernel`): the step's verify lengths
-from its confidences, verify lookup and token budget, computed by the scheduler's own compiled walks
+from its confidences, verify cost and token budget, computed by the scheduler's own compiled walks
 (:mod:`simlab.schedulers.kernels`, :mod:`simlab.schedulers.plan_kernels`) on that step alone, so that they are the
 vectorised policy's lengths bit for bit. The work arrays (``a`` [1, R, G] survival products, ``neg`` [1, R*G] the
 negated path, ``head`` [1, H] its head) are the block's, reused from step to step.
@@ -10,31 +10,18 @@ from __future__ import annotations
 import numpy as np
 
 from simlab.common.jit import njit
+from simlab.hardware import cost_kernel
 from simlab.schedulers import kernels, plan_kernels
 from simlab.schedulers.path import HEAD_CANDIDATES, SHORT_PATH
 
 
-@njit(cache=True, inline="always")
-def lookup_s(flat, width, rows, batch_tokens, context_tokens):
-    """Verify seconds of ``batch_tokens`` (an integer >= 1) at ``context_tokens``: :class:`BatchLookup`'s
-    arithmetic (the column's value in each context row, then the blend across rows)."""
-    b = min(batch_tokens, width - 1)
-    if rows.size == 0:
-        return flat[b]
-    clipped = min(max(context_tokens, rows[0]), rows[rows.size - 1])
-    i = min(np.searchsorted(rows, clipped, side="right"), rows.size - 1) - 1
-    weight = (clipped - rows[i]) / (rows[i + 1] - rows[i])
-    index = i * width + b
-    top = flat[index]
-    return top + (flat[index + width] - top) * weight
-
-
 @njit(cache=True)
-def admitted_seconds(flat, width, rows, batch, context_tokens, num):
-    """[1, num] verify seconds after admitting K = 0..num-1 candidates (batch tokens ``batch`` + K)."""
+def admitted_seconds(cost, batch, context_tokens, num):
+    """[1, num] verify seconds after admitting K = 0..num-1 candidates (batch tokens ``batch`` + K; ``batch``
+    requests decoding) from the cost model's spec ``cost`` (:mod:`simlab.hardware.cost_spec`)."""
     out = np.empty((1, num))
     for k in range(num):
-        out[0, k] = lookup_s(flat, width, rows, batch + k, context_tokens)
+        out[0, k] = cost_kernel.verify_s(cost, batch + k, context_tokens, batch)
     return out
 
 
@@ -85,7 +72,7 @@ def sorted_head(a, row_len, gamma, head):
 
 
 @njit(cache=True)
-def early_stop_step(conf_step, row_len, batch, context_tokens, budget, extra_s, first, flat, width, rows, a, neg, head):
+def early_stop_step(conf_step, row_len, batch, context_tokens, budget, extra_s, first, cost, a, neg, head):
     """Algorithm 1's lengths [1, R] of one step (simlab.schedulers.path.early_stop): admit candidates while
     Θ = (batch + Σ a) / (verify_s + ``extra_s``) strictly rises, the first ``first`` whatever it does. The walk
     reads the path's head first (``head`` [1, H], found without sorting) and sorts the whole path only when it
@@ -98,35 +85,37 @@ def early_stop_step(conf_step, row_len, batch, context_tokens, budget, extra_s, 
     full = num_rows * gamma + 1
     if full > head.shape[1] + 1:
         sorted_head(a, row_len, gamma, head[0])
-        seconds = admitted_seconds(flat, width, rows, batch, context_tokens, head.shape[1] + 1)
+        seconds = admitted_seconds(cost, batch, context_tokens, head.shape[1] + 1)
         num_admitted, ended = kernels.early_stop(head, row_len, gamma, anchors, seconds, extra, budget, start)
         if ended[0]:
             return kernels.cut_lengths(a, row_len, head, num_admitted)
     neg[0] = np.sort(neg[0])
     width_s = full if full <= SHORT_PATH else HEAD_CANDIDATES + 1
-    seconds = admitted_seconds(flat, width, rows, batch, context_tokens, width_s)
+    seconds = admitted_seconds(cost, batch, context_tokens, width_s)
     num_admitted, ended = kernels.early_stop(neg, row_len, gamma, anchors, seconds, extra, budget, start)
     if not ended[0]:
-        seconds = admitted_seconds(flat, width, rows, batch, context_tokens, full)
+        seconds = admitted_seconds(cost, batch, context_tokens, full)
         num_admitted, _ = kernels.early_stop(neg, row_len, gamma, anchors, seconds, extra, budget, start)
     return kernels.cut_lengths(a, row_len, neg, num_admitted)
 
 
 @njit(cache=True)
-def all_draft_s(row_len, draft_grid, gamma):
-    """[1, G + 1] the draft's seconds at each draft length d when every request that may verify drafts d."""
+def all_draft_s(row_len, draft, gamma, batch, context_tokens):
+    """[1, G + 1] the draft's seconds at each draft length d when every request that may verify drafts d
+    (``draft``: :func:`simlab.hardware.cost_kernel.planned_draft_s`'s; ``batch`` requests decoding, holding
+    ``context_tokens``)."""
     may_verify = 0
     for r in range(row_len.shape[1]):
         if row_len[0, r] > 0:
             may_verify += 1
     draft_all_s = np.zeros((1, gamma + 1))
     for d in range(1, gamma + 1):
-        draft_all_s[0, d] = draft_grid[d, may_verify]
+        draft_all_s[0, d] = cost_kernel.planned_draft_s(draft, d, may_verify, batch, context_tokens)
     return draft_all_s
 
 
 @njit(cache=True)
-def fewer_drafting(drafting, draft_grid, gamma):
+def fewer_drafting(drafting, draft, gamma, batch, context_tokens):
     """Per draft length d = 1..G: how many requests verify something at its lagged optimum ([G, 1]) and the
     draft's seconds when only they draft ([G, 1])."""
     fewer = np.zeros((gamma, 1), dtype=np.int64)
@@ -134,7 +123,7 @@ def fewer_drafting(drafting, draft_grid, gamma):
     for i in range(gamma):
         for r in range(drafting.shape[2]):
             fewer[i, 0] += drafting[0, i, r]
-        draft_fewer[i, 0] = draft_grid[i + 1, fewer[i, 0]]
+        draft_fewer[i, 0] = cost_kernel.planned_draft_s(draft, i + 1, fewer[i, 0], batch, context_tokens)
     return fewer, draft_fewer
 
 
@@ -151,28 +140,29 @@ def drafted_limits(best_len, best_set, row_len):
 
 
 @njit(cache=True)
-def adaptive_step(conf_step, source, row_len, batch, context_tokens, budget, draft_grid, flat, width, rows, a, neg,
+def adaptive_step(conf_step, source, row_len, batch, context_tokens, budget, draft, cost, a, neg,
                   head, lagged_a):
     """``adaptive`` without a TPOT limit (simlab.schedulers.adaptive: plan_draft, then verify) on one step:
     the draft plan from the lagged confidences ``source`` [R, G], then Algorithm 1 on what is drafted with the
-    plan's draft cost. ``draft_grid`` [G + 1, n] is the draft's seconds by draft length and requests drafting.
+    plan's draft cost. ``draft`` prices the draft (:func:`simlab.hardware.cost_kernel.planned_draft_s`).
     Returns the lengths [1, R], the draft length and the requests drafting."""
     num_rows, gamma = conf_step.shape
     if num_rows == 0:
         return np.zeros((1, 0), dtype=np.int64), 0, 0
     fill_products(source, row_len, lagged_a, neg)
     anchors = np.full(1, float(batch))
-    verify = admitted_seconds(flat, width, rows, batch, context_tokens, num_rows * gamma + 1)
-    draft_all_s = all_draft_s(row_len, draft_grid, gamma)
+    verify = admitted_seconds(cost, batch, context_tokens, num_rows * gamma + 1)
+    draft_all_s = all_draft_s(row_len, draft, gamma, batch, context_tokens)
     chosen_k, gained, drafting = plan_kernels.draft_plan(lagged_a, row_len, anchors, verify, draft_all_s, budget)
-    fewer, draft_fewer = fewer_drafting(drafting, draft_grid, gamma)
+    fewer, draft_fewer = fewer_drafting(drafting, draft, gamma, batch, context_tokens)
     best_len, best_set, _, committed = plan_kernels.finish_plan(
         lagged_a, row_len, anchors, verify, budget, chosen_k, gained, np.zeros((1, gamma)), draft_all_s, drafting,
         fewer, draft_fewer, np.full(1, batch, dtype=np.int64), -1.0, False)
     drafted, num_drafting = drafted_limits(best_len, best_set, row_len)
     draft_len = best_len[0]
-    lengths = early_stop_step(conf_step, drafted, batch, context_tokens, budget, draft_grid[draft_len, num_drafting],
-                              committed[0], flat, width, rows, a, neg, head)
+    draft_s = cost_kernel.planned_draft_s(draft, draft_len, num_drafting, batch, context_tokens)
+    lengths = early_stop_step(conf_step, drafted, batch, context_tokens, budget, draft_s,
+                              committed[0], cost, a, neg, head)
     return lengths, draft_len, num_drafting
 
 
@@ -187,7 +177,7 @@ def stable_order(a, row_len, neg):
 
 
 @njit(cache=True)
-def adaptive_slo_step(conf_step, source, row_len, batch, context_tokens, budget, draft_grid, flat, width, rows, a, neg,
+def adaptive_slo_step(conf_step, source, row_len, batch, context_tokens, budget, draft, cost, a, neg,
                       lagged_a, slo_ms):
     """``adaptive`` with a TPOT limit on one step (simlab.schedulers.adaptive.plan_draft and verify with
     ``slo_tpot_ms``): the plan over draft lengths from one walk of the lagged path's order, the committed budget
@@ -200,11 +190,11 @@ def adaptive_slo_step(conf_step, source, row_len, batch, context_tokens, budget,
     order = stable_order(lagged_a, row_len, neg)
     anchors = np.full(1, float(batch))
     batch_sizes = np.full(1, batch, dtype=np.int64)
-    verify = admitted_seconds(flat, width, rows, batch, context_tokens, num_rows * gamma + 1)
-    draft_all_s = all_draft_s(row_len, draft_grid, gamma)
+    verify = admitted_seconds(cost, batch, context_tokens, num_rows * gamma + 1)
+    draft_all_s = all_draft_s(row_len, draft, gamma, batch, context_tokens)
     chosen_k, gained, mean_recip, drafting = plan_kernels.draft_plan_slo(
         lagged_a, order, row_len, anchors, verify, draft_all_s, budget, batch_sizes, slo_ms)
-    fewer, draft_fewer = fewer_drafting(drafting, draft_grid, gamma)
+    fewer, draft_fewer = fewer_drafting(drafting, draft, gamma, batch, context_tokens)
     best_len, best_set, best_draft, _ = plan_kernels.finish_plan(
         lagged_a, row_len, anchors, verify, budget, chosen_k, gained, mean_recip, draft_all_s, drafting, fewer,
         draft_fewer, batch_sizes, slo_ms, True)
@@ -218,7 +208,7 @@ def adaptive_slo_step(conf_step, source, row_len, batch, context_tokens, budget,
     # Algorithm 1 with the limit on the current path, started at the committed budget
     fill_products(conf_step, drafted, a, neg)
     current_order = stable_order(a, drafted, neg)
-    extra = np.full(1, draft_grid[draft_len, num_drafting])
+    extra = np.full(1, cost_kernel.planned_draft_s(draft, draft_len, num_drafting, batch, context_tokens))
     num_admitted, _ = kernels.early_stop_slo(a, drafted, current_order, anchors, verify, extra, budget,
                                              np.full(1, committed, dtype=np.int64), batch_sizes, slo_ms)
     neg[0] = np.sort(neg[0])  # stable_order left the current path's negated values there
@@ -261,13 +251,13 @@ def threshold_step(conf_step, row_len, budget, threshold, cumulative, a, neg):
 
 
 @njit(cache=True)
-def best_budget_step(conf_src, row_len, batch, context_tokens, extra_s, budget, flat, width, rows, a, neg):
+def best_budget_step(conf_src, row_len, batch, context_tokens, extra_s, budget, cost, a, neg):
     """The budget K maximising (batch + Σ a) / (verify_s + ``extra_s``) along the path of ``conf_src``
     (simlab.schedulers.path.best_budget: global argmax, first maximum)."""
     gamma = conf_src.shape[1]
     fill_products(conf_src, row_len, a, neg)
     neg[0] = np.sort(neg[0])
-    seconds = admitted_seconds(flat, width, rows, batch, context_tokens,
+    seconds = admitted_seconds(cost, batch, context_tokens,
                                kernels.walk_limit(row_len, 0, gamma, budget) + 1)
     out = kernels.best_budget(neg, row_len, gamma, np.full(1, float(batch)), seconds, np.full(1, extra_s), budget,
                               False)
@@ -291,7 +281,7 @@ def top_k_step(conf_step, row_len, admitted, a, neg, head):
 
 
 @njit(cache=True)
-def oracle_step(true_accepted_step, row_len, batch, context_tokens, budget, flat, width, rows, a, neg):
+def oracle_step(true_accepted_step, row_len, batch, context_tokens, budget, cost, a, neg):
     """Only the positions the target accepts, the count maximising (batch + K) / verify_s
     (simlab.schedulers.policies.oracle: every accepted candidate worth one, valued position-major)."""
     num_rows = row_len.shape[1]
@@ -303,7 +293,7 @@ def oracle_step(true_accepted_step, row_len, batch, context_tokens, budget, flat
             a[0, r, j] = 1.0 - j / (gamma + 1.0)
     fill_negated(a, will_accept, neg)
     neg[0] = np.sort(neg[0])
-    seconds = admitted_seconds(flat, width, rows, batch, context_tokens,
+    seconds = admitted_seconds(cost, batch, context_tokens,
                                kernels.walk_limit(will_accept, 0, gamma, budget) + 1)
     admitted = kernels.best_budget(neg, will_accept, gamma, np.full(1, float(batch)), seconds, np.zeros(1), budget,
                                    True)

@@ -8,6 +8,7 @@ from typing import Optional
 import numpy as np
 
 from simlab.acceptance.draws import ArmDraws
+from simlab.hardware.cost_spec import table_spec
 from simlab.schedulers import Scheduler
 
 
@@ -106,7 +107,8 @@ class ArmPolicy:
         """What compiled code needs to step this arm's blocks (:mod:`simlab.engine.block_kernel`), or None (the
         numpy block): a chain drafter with drawn outcomes whose scheduler is ``fixed`` or ``threshold``, or
         ``hardware_aware``, ``async_topk``, ``oracle``, ``goodput`` or ``adaptive`` (with or without ``slo_tpot_ms``) on a
-        cost model with a verify lookup (and, for the last two, a draft cost that ignores context)."""
+        cost model whose verify seconds compiled code prices (and, for the last two, whose draft seconds it prices:
+        a draft cost that ignores context, or a roofline's drafter)."""
         if not self._kernel:
             self._kernel.append(self._block_kernel())
         return self._kernel[0]
@@ -117,11 +119,14 @@ class ArmPolicy:
         entry, params = self.scheduler.entry, self.scheduler.params
         if entry.block_code is None:
             return None
-        lookup = self.cost.verify_lookup() if entry.reads_verify_cost else (np.zeros(1), 1, np.zeros(0))
-        if lookup is None or (entry.reads_draft_cost and self.cost.draft_reads_context):
+        cost = self.cost.verify_kernel() if entry.reads_verify_cost else _NO_COST
+        draft = _GRID_DRAFT  # a draft cost that ignores context is read from draft_grid
+        if entry.reads_draft_cost and self.cost.draft_reads_context:
+            draft = self.cost.draft_kernel(self.method)
+        if cost is None or draft is None:
             return None
         return (entry.block_code, float(params.get("threshold", 0.0)), bool(params.get("cumulative", False)),
-                float(params.get("slo_tpot_ms") or 0.0), self.lag_steps > 0, *lookup)
+                float(params.get("slo_tpot_ms") or 0.0), self.lag_steps > 0, cost, draft)
 
     @property
     def lag_steps(self) -> int:
@@ -130,6 +135,10 @@ class ArmPolicy:
     @property
     def reads_context(self) -> bool:
         return bool(self.scheduler is not None and self.scheduler.entry.reads_verify_cost and self.cost.has_context)
+
+
+_NO_COST = table_spec(np.zeros(1), 1, np.zeros(0))  # a scheduler that reads no verify cost
+_GRID_DRAFT = np.zeros(0)
 
 
 class DecodeSet:

@@ -93,10 +93,14 @@ class CostModel(ABC):
         from a prefill to a decode replica; None when the model does not know it (tables)."""
         return None
 
-    def verify_lookup(self) -> Optional[tuple[np.ndarray, int, np.ndarray]]:
-        """The verify seconds tabulated at every integer batch, for compiled code that steps a block itself
-        (:mod:`simlab.engine.block_kernel`): (a flat table [rows x width], the width, the context rows [n]; no
-        rows when context does not matter). None when the model is not such a table (the block stays numpy)."""
+    def verify_kernel(self) -> Optional[tuple]:
+        """Its verify seconds in the form compiled code reads (:mod:`simlab.hardware.cost_spec`), for the
+        simulator's compiled block; None when compiled code does not price this model (the block stays numpy)."""
+        return None
+
+    def draft_kernel(self, method: str) -> Optional[np.ndarray]:
+        """A drafter whose cost reads context (``draft_reads_context``): its draft seconds in the form compiled code
+        reads (:func:`simlab.hardware.cost_spec.roofline_draft_spec`), or None (the block stays numpy)."""
         return None
 
     def prefill_s(self, prefill_tokens: int, prefill_attn_pairs: Optional[float] = None) -> float:

@@ -21,6 +21,7 @@ from typing import Any, Optional
 import numpy as np
 
 from simlab.hardware.buckets import Buckets
+from simlab.hardware.cost_spec import CALIBRATED
 from simlab.hardware.device import Device, RooflineParams, kv_heads_per_gpu
 from simlab.hardware.knee import gemm_array, gemm_s, knee, knee_array
 from simlab.hardware.roofline import RooflineCostModel
@@ -66,6 +67,7 @@ class CalibratedRooflineCostModel(RooflineCostModel):
     """A :class:`RooflineCostModel` whose efficiencies and overheads come from a fit (see the module docstring)."""
 
     device_class = CalibratedDevice
+    kernel_arithmetic = CALIBRATED  # the arithmetic simlab.hardware.cost_kernel repeats for this class
 
     def __init__(self, gpu: GpuSpec, model: ModelConfig, *, tensor_parallel: int = 1, expert_parallel: int = 1,
                  params: RooflineParams = RooflineParams(), buckets: Buckets = Buckets(None)) -> None:

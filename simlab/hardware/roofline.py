@@ -22,6 +22,7 @@ import numpy as np
 
 from simlab.hardware.base import ArrayOrFloat, CostModel, is_array
 from simlab.hardware.buckets import Buckets
+from simlab.hardware.cost_spec import PLAIN, roofline_draft_spec, roofline_spec
 from simlab.hardware.device import (
     KV_BLOCK_TOKENS,
     PROFILE_SAMPLED_ROWS,
@@ -48,6 +49,7 @@ class RooflineCostModel(CostModel):
 
     has_context = True
     device_class = Device
+    kernel_arithmetic = PLAIN  # the arithmetic simlab.hardware.cost_kernel repeats for this class
 
     def __init__(
         self,
@@ -141,6 +143,17 @@ class RooflineCostModel(CostModel):
         share = self._busiest_group_share(requests)
         padded = self.buckets.pad(b * share)  # the busiest group's tokens, padded to its bucket
         return self._verify_one(b * share, padded, c * share, requests * share, padded / share)
+
+    def verify_kernel(self) -> Optional[tuple]:
+        """:func:`~simlab.hardware.cost_spec.roofline_spec` (None with compressed attention), built once."""
+        if not hasattr(self, "_verify_spec"):
+            self._verify_spec = roofline_spec(self)
+        return self._verify_spec
+
+    def draft_kernel(self, method: str) -> Optional[np.ndarray]:
+        """:func:`~simlab.hardware.cost_spec.roofline_draft_spec` of ``method`` (None where compiled code does not
+        price it)."""
+        return roofline_draft_spec(self, method)
 
     def _busiest_group_share(self, requests: Any) -> Any:
         """The share of a step's requests (and, at equal lengths, of its tokens and context) that the busiest of

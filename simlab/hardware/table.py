@@ -22,6 +22,7 @@ from simlab.hardware.curves import BatchLookup, Curve, Grid
 from simlab.hardware.device import kv_heads_per_gpu
 from simlab.hardware.precision import KV_BYTES
 from simlab.hardware.specs import MODELS
+from simlab.hardware.cost_spec import table_spec
 
 _ZERO = Curve.constant(0.0)
 MAX_LOOKUP_BATCH = 65536  # integer batches tabulated for vectorised verify costs (when the grid is flat beyond)
@@ -86,10 +87,11 @@ class TableCostModel(CostModel):
             return self._grid.at(float(context_tokens), padded)
         return self._curve.at(padded)  # type: ignore[union-attr]
 
-    def verify_lookup(self) -> Optional[tuple[np.ndarray, int, np.ndarray]]:
-        """The integer-batch table :meth:`verify_s` reads for integer arrays (None when the curves are not flat
-        within ``MAX_LOOKUP_BATCH`` tokens)."""
-        return None if self._lookup is None else self._lookup.arrays()
+    def verify_kernel(self) -> Optional[tuple]:
+        """The integer-batch table :meth:`verify_s` reads for integer arrays, as a spec
+        (:func:`~simlab.hardware.cost_spec.table_spec`); None when the curves are not flat within
+        ``MAX_LOOKUP_BATCH`` tokens."""
+        return None if self._lookup is None else table_spec(*self._lookup.arrays())
 
     def step_s(
         self,
