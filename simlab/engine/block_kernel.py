@@ -116,7 +116,9 @@ def run_block(scheduler, gamma, max_batch_tokens, threshold, cumulative, slo_ms,
                 conf[k], source, row_len, batch, float(step_context), budget, draft, cost, a, neg,
                 head, lagged_a)
         elif scheduler == ASYNC_TOPK or scheduler == GOODPUT:  # a budget from those, then the current top-K
-            extra_s = cost_kernel.full_draft_s(draft, gamma, batch, float(step_context)) if scheduler == GOODPUT else 0.0
+            extra_s = 0.0
+            if scheduler == GOODPUT:
+                extra_s = cost_kernel.full_draft_s(draft, gamma, batch, float(step_context))
             most = step.best_budget_step(source, row_len, batch, float(step_context), extra_s, budget, cost, a,
                                          neg)
             step_lengths = step.top_k_step(conf[k], row_len, max(min(most, budget[0]), 0), a, neg, head)

@@ -65,6 +65,14 @@ def routed_share(coef, shares, tokens):
     return slope * (x - j) + shares[j]
 
 
+@njit(cache=True, inline="always")
+def floored(coef, gpu_s, padded):
+    """:meth:`RooflineCostModel._floored_array`: a forward outside a CUDA graph takes at least the host's launches."""
+    if coef[at.LAUNCH_FLOOR] > 0.0 and padded > coef[at.GRAPH_LIMIT]:
+        return max(gpu_s, coef[at.LAUNCH_FLOOR])
+    return gpu_s
+
+
 @njit(cache=True)
 def roofline_s(coef, sizes, shares, batch_tokens, context_tokens, num_requests):
     """:meth:`RooflineCostModel._verify_array` (or the calibrated one's) at one batch of ``batch_tokens`` > 0."""
@@ -84,10 +92,7 @@ def roofline_s(coef, sizes, shares, batch_tokens, context_tokens, num_requests):
         if coef[at.ROUTED] != 0.0:
             memory = memory + coef[at.ROUTED_READ] * routed_share(coef, shares, routed)
             compute = compute + coef[at.ROUTED_TOKEN] * routed
-        gpu = max(memory, compute)
-        if coef[at.LAUNCH_FLOOR] > 0.0 and padded > coef[at.GRAPH_LIMIT]:
-            gpu = max(gpu, coef[at.LAUNCH_FLOOR])
-        return gpu + coef[at.AR_TOKEN] * padded + coef[at.FIXED]
+        return floored(coef, max(memory, compute), padded) + coef[at.AR_TOKEN] * padded + coef[at.FIXED]
     width = coef[at.WIDTH]
     body = knee(coef[at.BODY_WEIGHT], coef[at.BODY_FLOP_TOKEN] * padded, width) if padded > 0.0 else 0.0
     if coef[at.ROUTED] != 0.0:
@@ -97,10 +102,7 @@ def roofline_s(coef, sizes, shares, batch_tokens, context_tokens, num_requests):
     head = knee(coef[at.HEAD_WEIGHT], coef[at.HEAD_FLOP_TOKEN] * padded, width) if padded > 0.0 else 0.0
     linear = body + head + (coef[at.ELEM_TOKEN] + coef[at.AR_TOKEN]) * padded
     attention = max(c, 0.0) * knee(coef[at.KV_TOKEN], coef[at.ATTN_PAIR] * (b / requests), width)
-    gpu = linear + attention
-    if coef[at.LAUNCH_FLOOR] > 0.0 and padded > coef[at.GRAPH_LIMIT]:
-        gpu = max(gpu, coef[at.LAUNCH_FLOOR])
-    return gpu + coef[at.FIXED] + coef[at.REQUEST] * requests
+    return floored(coef, linear + attention, padded) + coef[at.FIXED] + coef[at.REQUEST] * requests
 
 
 @njit(cache=True)
@@ -123,11 +125,12 @@ def shape_s(draft, offset, tokens, num_requests, context_tokens):
     kv_bytes = draft[offset + at.S_KV] * context_tokens
     other_bytes = draft[offset + at.S_LOGIT] * num_requests
     matmul_flops = draft[offset + at.S_FLOPS] * tokens
-    fixed, per_token, kernels_s = draft[offset + at.S_AR_FIXED], draft[offset + at.S_AR_TOKEN], draft[offset + at.S_KERNELS]
+    fixed, per_token = draft[offset + at.S_AR_FIXED], draft[offset + at.S_AR_TOKEN]
+    kernels_s = draft[offset + at.S_KERNELS]
     if draft[at.D_DEVICE] == at.PLAIN:
         compute = max((weight_bytes + kv_bytes + other_bytes) / draft[at.D_BYTES],
                       (matmul_flops + attn_flops) / draft[at.D_FLOPS])
-        return compute + fixed + per_token * tokens + kernels_s + 0.0
+        return compute + fixed + per_token * tokens + kernels_s + 0.0  # + 0.0: time_s's extra_s
     width = draft[at.D_WIDTH]
     cost = knee(weight_bytes / draft[at.D_BYTES], matmul_flops / draft[at.D_FLOPS], width) if tokens > 0.0 else 0.0
     if kv_bytes > 0.0 or attn_flops > 0.0:
