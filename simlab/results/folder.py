@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from simlab.common.frame_csv import write_frame_csv
 from simlab.common.json_text import dumps
 from simlab.common.outputs import staged_dir
 from simlab.results.records import REQUEST_COLUMNS, STEP_COLUMNS
@@ -21,11 +22,9 @@ def write_results(out_dir: Path, summary: dict, requests: pd.DataFrame, steps: p
     out_dir = Path(out_dir)
     with staged_dir(out_dir, kind="run", command=command) as staging:
         (staging / "summary.json").write_text(dumps(summary), encoding="utf-8")
-        requests.to_csv(staging / "requests.csv", index=False, float_format="%.9f")
-        steps.to_csv(
-            staging / "steps.csv.gz", index=False, float_format="%.9f",
-            compression={"method": "gzip", "compresslevel": 1, "mtime": 0},
-        )
+        # the bytes pandas' to_csv(index=False, float_format="%.9f") writes, in about half its time
+        write_frame_csv(requests, staging / "requests.csv")
+        write_frame_csv(steps, staging / "steps.csv.gz", gzip_level=1)
         for name, payload in (extra_files or {}).items():
             (staging / name).write_bytes(payload)
     return out_dir
