@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field, replace
 from typing import Callable, Optional
@@ -129,11 +130,14 @@ class ArmSimulation:
         self.env.timeout(max(land_s - self.env.now, 0.0)).callbacks.append(landed)
 
     def _decode_horizon(self) -> Horizon:
-        """Nothing reaches a decode replica before a prefill replica's iteration ends (or, idle, before it
-        starts: at an arrival, or when a landing frees its KV)."""
+        """Nothing reaches a decode replica before a prefill replica's iteration ends. While every prefill
+        replica runs one (or is about to start), arrivals and landings elsewhere only queue behind them; an idle
+        one starts at an arrival, or when a landing frees its KV, so then those bound the decode replicas too."""
+        bounds = [r.completion_bound_s() for r in self.replicas]
+        if math.inf not in bounds:
+            return Horizon(until_s=min(bounds))
         source = self.source.horizon()
-        until_s = min(source.until_s, min(r.completion_bound_s() for r in self.replicas),
-                      min(r.intake.next_land_s() for r in self.decode_replicas))
+        until_s = min(source.until_s, min(bounds), min(r.intake.next_land_s() for r in self.decode_replicas))
         return Horizon(until_s=until_s, max_steps=source.max_steps, finish_ends=source.finish_ends)
 
     def _arrive(self, request_id: int, now_s: float) -> None:
