@@ -89,3 +89,18 @@ def test_the_command_checks_a_named_profile_on_its_own_records_and_rejects_an_un
     bad = subprocess.run([sys.executable, "-m", "simlab", "profiles", "check", "h100-sxm_nope"],
                          capture_output=True, text=True)
     assert bad.returncode == 2 and "NAME" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_records_are_replayed_with_paged_kv_that_preempts_when_it_fills():
+    """The engines page their KV and preempt; a saturation run whose KV fills up preempts in the replay too, and
+    the same run with prompt and output reserved at admission never does."""
+    from simlab.runner import run_scenario
+
+    record = next(r for r in load_records() if r.id.endswith("qwen3-32b-bf16-kvbf16-2000x100-c500"))
+    scenario = record_scenario(record)
+    assert scenario["engine"]["kv_policy"] == "paged"
+    paged = next(iter(run_scenario(scenario, plot=False).arms.values()))
+    scenario["engine"]["kv_policy"] = "reserve"
+    reserved = next(iter(run_scenario(scenario, plot=False).arms.values()))
+    assert paged["num_preemptions"] > 0 and reserved["num_preemptions"] == 0
+    assert paged["mean_tpot_ms"] > reserved["mean_tpot_ms"]  # recomputed prompts lengthen the steps

@@ -3,7 +3,7 @@ simulated by the engine itself against what the engine measured.
 
 Each record of hw_profiles/calibration/engine_measurements.csv becomes a closed-loop scenario: ``concurrency``
 users (every request at once when the benchmark sent them so), constant prompt and output lengths, the engine's
-``max_num_seqs`` and ``max_batch_tokens``, one arm without speculation, on the calibrated roofline of the record's
+``max_num_seqs`` and ``max_batch_tokens``, paged KV with preemption (as the engines run), one arm without speculation, on the calibrated roofline of the record's
 GPU, model, stack, precision and KV precision (or on a named profile). The error of each metric is
 ``simulated / measured - 1``; a record is *fitted* when its stack's fit used it (fitted.yaml) and *held out*
 otherwise. ``error_table`` states the error per GPU x stack x precision x role, which docs/hardware.md shows and
@@ -98,7 +98,10 @@ def record_scenario(record: ServingRecord, hardware: Any = None) -> dict[str, An
                      "prompt_tokens": {"dist": "constant", "value": record.input_tokens},
                      "output_tokens": {"dist": "constant", "value": record.output_tokens}},
         "hardware": hardware if hardware is not None else record.hardware(),
-        "engine": {"max_num_seqs": record.max_num_seqs, "max_batch_tokens": record.max_batch_tokens},
+        # vLLM, SGLang and TensorRT-LLM page the KV cache: a prompt is admitted on its own blocks and the newest
+        # request is preempted (recomputed) when a decode step finds none free
+        "engine": {"max_num_seqs": record.max_num_seqs, "max_batch_tokens": record.max_batch_tokens,
+                   "kv_policy": "paged"},
         "acceptance": acceptance,
         "arms": [arm],
     }
