@@ -54,7 +54,7 @@ class ReplicaContext:
     steps: StepLog
     positions: PositionCounts
     counters: EngineCounters
-    outside_horizon: Callable[[], Horizon]
+    outside_horizon: Callable[[object], Horizon]  # the horizon of events from outside, for one replica
     finished: Callable[[float, int, int], None]  # (finish time, request id, replica), in time then id order
     new_pool: Callable[[], object]  # a fresh KVPool for a replica
     router_reads_state: bool

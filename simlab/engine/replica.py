@@ -175,7 +175,7 @@ class Replica:
                                                                self.ctx.policy.lookahead_slots)))
         if self.intake is not None and len(self.intake):  # a landing prompt joins at the next iteration's start
             own.append(Horizon(until_s=self.intake.next_land_s()))
-        outside = self.ctx.outside_horizon()
+        outside = self.ctx.outside_horizon(self)
         return combine([outside, *own]) if own else outside
 
     def _iterate(self):

@@ -69,12 +69,13 @@ class ArmSimulation:
         ctx = ReplicaContext(
             env=self.env, cost=cost, policy=policy, limits=engine, requests=table,
             draw_store=_draw_store(policy, requests), log=self.log, steps=self.steps, positions=self.positions,
-            counters=self.counters, outside_horizon=lambda: self.source.horizon(), finished=self._finished,
+            counters=self.counters, outside_horizon=self._arrivals_horizon, finished=self._finished,
             new_pool=lambda: KVPool(kv_capacity, len(requests), block_size=block_size,
                                     cache=PrefixCache() if engine.prefix_caching else None),
             router_reads_state=self._router.reads_state and self._batched,
             start_gate=self._start_gate if self._batched else None,
         )
+        self.engine_disaggregated = engine.disaggregation is not None
         if engine.disaggregation is None:
             self.replicas = [Replica(ctx, i) for i in range(engine.replicas)]
             self.decode_replicas: list[Replica] = []
@@ -129,7 +130,31 @@ class ArmSimulation:
 
         self.env.timeout(max(land_s - self.env.now, 0.0)).callbacks.append(landed)
 
-    def _decode_horizon(self) -> Horizon:
+    def _arrivals_horizon(self, replica: Replica) -> Horizon:
+        """The source's horizon, past the arrivals that cannot reach ``replica``. An open loop's arrivals go
+        where the router sends them: round robin names the replica of every one; least loaded cannot choose
+        ``replica`` while a replica ahead of it (fewer requests, or as many and a lower index) stays ahead, and
+        only arrivals add to a replica's load (finishes, which take from it, end the block: FINISH_ENDS)."""
+        source = self.source.horizon()
+        if (not self._batched or not isinstance(self.source, OpenLoop) or self.engine_disaggregated
+                or self._pending_arrivals or self._routed != self.source.num_sent):
+            return source
+        name = self._router.choose.__name__
+        if name == "round_robin":  # the next arrival is the router's arrival number self._routed
+            num_skipped = (replica.index - self._routed) % len(self.replicas)
+        elif name == "least_loaded":
+            load, num_skipped = replica.load, 0
+            for other in self.replicas:
+                if other is not replica:  # arrivals it takes before it falls behind `replica`
+                    num_skipped += max(0, load - other.load + (other.index < replica.index))
+        else:
+            return source
+        if num_skipped == 0:
+            return source
+        return Horizon(until_s=self.source.arrival_after_s(num_skipped), max_steps=source.max_steps,
+                       finish_ends=source.finish_ends)
+
+    def _decode_horizon(self, replica: Replica) -> Horizon:
         """Nothing reaches a decode replica before a prefill replica's iteration ends. While every prefill
         replica runs one (or is about to start), arrivals and landings elsewhere only queue behind them; an idle
         one starts at an arrival, or when a landing frees its KV, so then those bound the decode replicas too."""

@@ -36,6 +36,16 @@ class OpenLoop:
             self._horizon = (next_id, Horizon(until_s=until_s))
         return self._horizon[1]
 
+    def arrival_after_s(self, num_skipped: int) -> float:
+        """When the arrival after the next ``num_skipped`` ones is due (inf when there is none)."""
+        index = self._next_id + num_skipped
+        return float(self._arrival_s[index]) if index < len(self._arrival_s) else math.inf
+
+    @property
+    def num_sent(self) -> int:
+        """Requests that have arrived so far."""
+        return self._next_id
+
     def on_finish(self, now_s: float) -> None:
         """A finish sends nothing in an open loop."""
 
