@@ -75,7 +75,6 @@ class ArmSimulation:
             router_reads_state=self._router.reads_state and self._batched,
             start_gate=self._start_gate if self._batched else None,
         )
-        self.engine_disaggregated = engine.disaggregation is not None
         if engine.disaggregation is None:
             self.replicas = [Replica(ctx, i) for i in range(engine.replicas)]
             self.decode_replicas: list[Replica] = []
@@ -131,28 +130,15 @@ class ArmSimulation:
         self.env.timeout(max(land_s - self.env.now, 0.0)).callbacks.append(landed)
 
     def _arrivals_horizon(self, replica: Replica) -> Horizon:
-        """The source's horizon, past the arrivals that cannot reach ``replica``. An open loop's arrivals go
-        where the router sends them: round robin names the replica of every one; least loaded cannot choose
-        ``replica`` while a replica ahead of it (fewer requests, or as many and a lower index) stays ahead, and
-        only arrivals add to a replica's load (finishes, which take from it, end the block: FINISH_ENDS)."""
+        """The source's horizon, past the next arrivals of an open loop that the router cannot send to
+        ``replica`` (``Router.skipped``; co-located replicas, once every arrival so far has been routed)."""
         source = self.source.horizon()
-        if (not self._batched or not isinstance(self.source, OpenLoop) or self.engine_disaggregated
-                or self._pending_arrivals or self._routed != self.source.num_sent):
+        skipped = self._router.skipped
+        if (skipped is None or not self._batched or self.decode_replicas or not isinstance(self.source, OpenLoop)
+                or self._routed != self.source.num_sent):
             return source
-        name = self._router.choose.__name__
-        if name == "round_robin":  # the next arrival is the router's arrival number self._routed
-            num_skipped = (replica.index - self._routed) % len(self.replicas)
-        elif name == "least_loaded":
-            load, num_skipped = replica.load, 0
-            for other in self.replicas:
-                if other is not replica:  # arrivals it takes before it falls behind `replica`
-                    num_skipped += max(0, load - other.load + (other.index < replica.index))
-        else:
-            return source
-        if num_skipped == 0:
-            return source
-        return Horizon(until_s=self.source.arrival_after_s(num_skipped), max_steps=source.max_steps,
-                       finish_ends=source.finish_ends)
+        num_skipped = skipped(self.replicas, replica, self._routed)
+        return replace(source, until_s=self.source.arrival_after_s(num_skipped)) if num_skipped else source
 
     def _decode_horizon(self, replica: Replica) -> Horizon:
         """Nothing reaches a decode replica before a prefill replica's iteration ends. While every prefill

@@ -3,8 +3,9 @@ simulated by the engine itself against what the engine measured.
 
 Each record of hw_profiles/calibration/engine_measurements.csv becomes a closed-loop scenario: ``concurrency``
 users (every request at once when the benchmark sent them so), constant prompt and output lengths, the engine's
-``max_num_seqs`` and ``max_batch_tokens``, paged KV with preemption (as the engines run), one arm without speculation, on the calibrated roofline of the record's
-GPU, model, stack, precision and KV precision (or on a named profile). The error of each metric is
+``max_num_seqs`` and ``max_batch_tokens``, paged KV with preemption (as the engines run), one arm without
+speculation, on the calibrated roofline of the record's GPU, model, stack, precision and KV precision (or on a
+named profile). The error of each metric is
 ``simulated / measured - 1``; a record is *fitted* when its stack's fit used it (fitted.yaml) and *held out*
 otherwise. ``error_table`` states the error per GPU x stack x precision x role, which docs/hardware.md shows and
 ``tests/test_profile_check.py`` recomputes.
