@@ -33,7 +33,9 @@ def refit(folder: Path = FOLDER, fitted: Path = FITTED, *, check: bool = False) 
     from simlab.common.outputs import write_file_atomic
     from simlab.hardware.calibration import forget_fitted
 
-    data = calibrate(folder)
+    from simlab.studies.profile_check import replay_record
+
+    data = calibrate(folder, replay_record)
     old = yaml.safe_load(fitted.read_text(encoding="utf-8")) if fitted.is_file() else None
     stale = old != yaml.safe_load(dump_fitted(data))
     if stale and not check:

@@ -45,8 +45,10 @@ class ArmOutcome:
     steps: pd.DataFrame
 
 
-def build(loaded: LoadedScenario) -> Built:
-    """Build workload, cost model, acceptance model and every arm's policy; all input errors surface here."""
+def build(loaded: LoadedScenario, cost: object = None) -> Built:
+    """Build workload, cost model, acceptance model and every arm's policy; all input errors surface here.
+    ``cost``, a cost model built by the caller, replaces the one the scenario's ``hardware`` names (the
+    calibration fit replays engine records on the parameters it is fitting)."""
     from simlab.acceptance import build_acceptance, check_coverage
     from simlab.hardware import build_cost_model
     from simlab.workload import build_workload
@@ -54,7 +56,8 @@ def build(loaded: LoadedScenario) -> Built:
     sc, file, base_dir = loaded.scenario, loaded.file, loaded.base_dir
     workload = build_workload(sc.workload, base_dir=base_dir, seed=sc.seed, file=file,
                               prefix_ids=sc.engine.prefix_caching)
-    cost = build_cost_model(sc.hardware, base_dir=base_dir, file=file)
+    if cost is None:
+        cost = build_cost_model(sc.hardware, base_dir=base_dir, file=file)
     spec = build_acceptance(sc.acceptance, file=file)
     requests = workload.requests
     check_coverage(spec, [(a.method, a.draft_len) for a in sc.arms if a.draft_len], list(requests.domain_names),
@@ -263,12 +266,14 @@ def as_loaded(scenario, *, seed: Optional[int] = None) -> LoadedScenario:
 
 
 def run_scenario(scenario, out=None, *, seed: Optional[int] = None, jobs: int = 1, plot: bool = True,
-                 progress: Optional[RunProgress] = None, command: Optional[str] = None) -> Results:
+                 progress: Optional[RunProgress] = None, command: Optional[str] = None, cost: object = None
+                 ) -> Results:
     """Simulate every arm of ``scenario`` (a path, a loaded scenario or a mapping) and return its
     :class:`Results`; with ``out``, also write the results folder there, as ``simlab run`` does.
 
     ``out`` is checked before anything runs: it may be a new path, an empty folder or an earlier results
-    folder, never a folder holding other files or the scenario itself (:class:`~simlab.common.errors.InputError`)."""
+    folder, never a folder holding other files or the scenario itself (:class:`~simlab.common.errors.InputError`).
+    ``cost``, a cost model object, replaces the scenario's ``hardware`` (:func:`build`)."""
     from pathlib import Path
 
     from simlab.common.outputs import check_out_dir
@@ -276,7 +281,7 @@ def run_scenario(scenario, out=None, *, seed: Optional[int] = None, jobs: int = 
     loaded = as_loaded(scenario, seed=seed)
     if out is not None:
         check_out_dir(Path(out), kind="run", inputs=[loaded.file])
-    built = build(loaded)
+    built = build(loaded, cost)
     if progress is not None:
         progress.start([arm.arm.label for arm in built.arms], len(built.workload.requests))
     outcomes = simulate_all(built, jobs=jobs, on_progress=progress.update if progress is not None else None)

@@ -206,8 +206,10 @@ def _close(a, b, path="") -> None:
 
 
 def test_the_shipped_fit_regenerates_from_the_calibration_data():
+    from simlab.studies.profile_check import replay_record
+
     shipped = yaml.safe_load(fitted_path().read_text(encoding="utf-8"))
-    refit = yaml.safe_load(yaml.safe_dump(calibrate(REPO / "hw_profiles" / "calibration")))
+    refit = yaml.safe_load(yaml.safe_dump(calibrate(REPO / "hw_profiles" / "calibration", replay_record)))
     _close(shipped, refit)
 
 

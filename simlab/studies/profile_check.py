@@ -20,6 +20,7 @@ from typing import Any, Callable, Iterable, Optional
 import numpy as np
 
 from simlab.hardware.calfit.serving import SERVING_FILE, ServingRecord, read_records
+from simlab.hardware.device import RooflineParams
 
 METRIC_KEYS = {"mean_tpot_ms": "mean_tpot_ms", "output_throughput_tok_s": "output_throughput"}
 MIN_REQUESTS = 64  # at least this many requests simulated per record (and four per user)
@@ -108,12 +109,21 @@ def record_scenario(record: ServingRecord, hardware: Any = None) -> dict[str, An
     }
 
 
-def simulate_record(record: ServingRecord, hardware: Any = None) -> dict[str, float]:
-    """The simulated metrics of ``record`` (keys of :data:`METRIC_KEYS`)."""
+def simulate_record(record: ServingRecord, hardware: Any = None, *, cost: Any = None) -> dict[str, float]:
+    """The simulated metrics of ``record`` (keys of :data:`METRIC_KEYS`), on ``cost`` (a cost model object) when
+    given."""
     from simlab.runner import run_scenario
 
-    metrics = next(iter(run_scenario(record_scenario(record, hardware), plot=False).arms.values()))
+    metrics = next(iter(run_scenario(record_scenario(record, hardware), plot=False, cost=cost).arms.values()))
     return {name: float(metrics[key]) for name, key in METRIC_KEYS.items()}
+
+
+def replay_record(record: ServingRecord, params: RooflineParams) -> dict[str, float]:
+    """The engine replay of ``record`` on the calibrated roofline ``params`` give (the calibration fit's
+    ``replay``: :mod:`simlab.hardware.calfit.replayed`)."""
+    from simlab.hardware.calfit.serving import cost_model
+
+    return simulate_record(record, cost=cost_model(record, params))
 
 
 def check_records(records: Iterable[ServingRecord], *, hardware: Any = None, fitted: Optional[dict] = None,
@@ -199,7 +209,7 @@ def leave_one_source_out(folder: Optional[Path] = None) -> list[dict[str, Any]]:
     for gpu, stacks in spec.serving["stacks"].items():
         for stack, how in stacks.items():
             for source in (how.get("sources") or {}):
-                refit = refit_without(spec, fitted, records, gpu, stack, source)
+                refit = refit_without(spec, fitted, records, gpu, stack, source, replay_record)
                 mine = [r for r in fitted_records(records, gpu, stack, how) if r.source == source]
                 if refit is None or not mine:
                     continue
@@ -226,7 +236,7 @@ def leave_one_moe_source_out(spec: Any, fitted: dict[str, Any], records: list[Se
             mine = [r for r in moe_records(records, stack, how) if r.source == source]
             if not rows or not mine:
                 continue
-            value, _, _ = fit_overhead(rows, fitted["gpus"], stack)
+            value, _, _ = fit_overhead(rows, fitted["gpus"], stack, replay_record)
             errors = []
             for record in mine:
                 simulated = simulate_record(record, {**record.hardware(), PARAMETER: value})

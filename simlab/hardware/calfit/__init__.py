@@ -9,20 +9,23 @@ the cost models read the written file (:mod:`simlab.hardware.calibration`).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 import yaml
 
 from simlab.hardware.calfit.fit import Calibrator
+from simlab.hardware.calfit.replayed import Replay
 from simlab.hardware.calfit.sources import load_spec
 
 FITTED_HEADER = ("# written by simlab scripts/calibrate_hardware.py from the measurements in this folder (calibration.yaml, "
                  "SOURCES.md); do not edit: run python scripts/make_profiles.py\n")
 
 
-def calibrate(folder: Path) -> dict[str, Any]:
-    """Fit every GPU of ``folder``/calibration.yaml; the mapping fitted.yaml holds."""
-    return Calibrator(load_spec(Path(folder))).run()
+def calibrate(folder: Path, replay: Optional[Replay] = None) -> dict[str, Any]:
+    """Fit every GPU of ``folder``/calibration.yaml; the mapping fitted.yaml holds. ``replay`` (the engine
+    replay of an engine record, ``simlab.studies.profile_check.replay_record``) makes stages 3-5 fit what the
+    engine simulates rather than their closed form (:mod:`simlab.hardware.calfit.replayed`)."""
+    return Calibrator(load_spec(Path(folder)), replay).run()
 
 
 class _PlainDumper(yaml.SafeDumper):

@@ -10,7 +10,8 @@
    fixed: per stack ``step_overhead_s``, ``request_overhead_s`` and ``attention_efficiency``, which the cost
    models use.
 
-Both minimise squared log residuals (:func:`simlab.hardware.calfit.lsq.fit_log`). Rows a source's ``fit`` does not
+All minimise squared log residuals (:func:`simlab.hardware.calfit.lsq.fit_log`); stages 3-5 on the engine's replay
+when the caller passes one (:mod:`simlab.hardware.calfit.replayed`). Rows a source's ``fit`` does not
 select are held out and only evaluated; rows that cannot be valid (:func:`static_batch_exclusion`) are listed and
 left out of both. A GPU without measurements borrows another's parameters (calibration.yaml ``gpus``).
 """
@@ -33,6 +34,7 @@ from simlab.hardware.calfit.observe import (
     static_batch_exclusion,
     static_batch_rows,
 )
+from simlab.hardware.calfit.replayed import Replay
 from simlab.hardware.calfit.serving import (
     STACK_FIT,
     ServingRecord,
@@ -114,8 +116,9 @@ def _batch_errors(source: Source, rows: list[StaticBatch], predicted: np.ndarray
 class Calibrator:
     """Runs the fit for every GPU of a :class:`Spec` and assembles what fitted.yaml holds."""
 
-    def __init__(self, spec: Spec) -> None:
+    def __init__(self, spec: Spec, replay: Optional[Replay] = None) -> None:
         self.spec = spec
+        self.replay = replay  # stages 3-5 fit the engine replay when given (simlab.hardware.calfit.replayed)
         self.operator_fits: dict[str, tuple[RooflineParams, FitResult, Source]] = {}
         self.engine_fits: dict[str, tuple[dict[str, RooflineParams], FitResult, list[str], Source]] = {}
         self.errors: dict[tuple[str, str], dict[str, list]] = {}  # (gpu, stage) -> fitted / held_out / excluded
@@ -183,12 +186,12 @@ class Calibrator:
         if self.spec.serving and self.spec.serving.get("moe"):  # stage 4 (simlab.hardware.calfit.moe)
             from simlab.hardware.calfit.moe import fit_moe
 
-            out["moe"] = fit_moe(self.spec.serving["moe"], gpus, self.serving_records())
+            out["moe"] = fit_moe(self.spec.serving["moe"], gpus, self.serving_records(), self.replay)
         if self.spec.serving and self.spec.serving.get("speculative"):  # stage 5 (calfit.speculative)
             from simlab.hardware.calfit.speculative import fit_speculative
 
             out["speculative"] = fit_speculative(self.spec.serving["speculative"], gpus, out.get("moe") or {},
-                                                 self.serving_records())
+                                                 self.serving_records(), self.replay)
         return out
 
     def gpu_entry(self, name: str, how: dict[str, Any]) -> dict[str, Any]:
@@ -255,7 +258,7 @@ class Calibrator:
                 rows = fitted_records(records, gpu_name, stack, how)
                 result = None
                 if names:
-                    params, result = fit_stack(rows, start, names)
+                    params, result = fit_stack(rows, start, names, self.replay)
                 else:
                     params = start
                 fitted[stack] = params
@@ -278,7 +281,8 @@ def fitted_records(records: list[ServingRecord], gpu: str, stack: str, how: dict
 
 
 def refit_without(spec: Spec, fitted: dict[str, Any], records: list[ServingRecord], gpu: str, stack: str,
-                  left_out: str) -> Optional[tuple[dict[str, float], tuple[str, ...]]]:
+                  left_out: str, replay: Optional[Replay] = None
+                  ) -> Optional[tuple[dict[str, float], tuple[str, ...]]]:
     """The stack's parameters fitted again on ``records`` (the serving file's) without those of source
     ``left_out`` (leave one source out): the same start (the GPU's operator fit, or the stack it borrows from, as
     ``fitted`` holds them), as many of its fitted parameters as the remaining values identify (one per two values,
@@ -293,7 +297,7 @@ def refit_without(spec: Spec, fitted: dict[str, Any], records: list[ServingRecor
     donor = how.get("borrow")
     if donor:
         start.update({k: float(entry["stacks"][donor][k]) for k in STACK_FIT})
-    params, _ = fit_stack(rows, RooflineParams(**start, calibration="fit"), names)
+    params, _ = fit_stack(rows, RooflineParams(**start, calibration="fit"), names, replay)
     values = {k: getattr(params, k) for k in STACK_FIT}
     if values["attention_efficiency"] is None:  # not fitted: the operator fit's bandwidth, as the cost model reads it
         values["attention_efficiency"] = params.bw_efficiency

@@ -18,7 +18,8 @@ from typing import Any, Optional
 
 import numpy as np
 
-from simlab.hardware.calfit.lsq import fit_log, rounded
+from simlab.hardware.calfit.lsq import rounded
+from simlab.hardware.calfit.replayed import Replay, fit_replayed
 from simlab.hardware.calfit.serving import ServingRecord, listed_records, observations, predict
 from simlab.hardware.calibration import stack_values
 from simlab.hardware.device import RooflineParams
@@ -43,21 +44,21 @@ def stage3_params(gpus: dict[str, Any], gpu: str, stack: str) -> RooflineParams:
                           calibration="fit")
 
 
-def fit_overhead(records: list[ServingRecord], gpus: dict[str, Any], stack: str) -> tuple[float, float, float]:
-    """(moe_layer_overhead_s, its standard error, rms log residual) fitted on ``records``."""
-    obs = observations(records)
-    measured = np.array([value for _, _, value in obs])
+def fit_overhead(records: list[ServingRecord], gpus: dict[str, Any], stack: str, replay: Optional[Replay] = None
+                 ) -> tuple[float, float, float]:
+    """(moe_layer_overhead_s, its standard error, rms log residual) fitted on ``records``; to the engine replay
+    when ``replay`` is given (:mod:`simlab.hardware.calfit.replayed`)."""
     base = {r.gpu: stage3_params(gpus, r.gpu, stack) for r in records}
 
-    def model(x: np.ndarray) -> np.ndarray:
-        return np.array([predict(r, replace(base[r.gpu], moe_layer_overhead_s=float(x[0]) * 1e-6))[metric]
-                         for r, metric, _ in obs])
+    def params(x: np.ndarray, record: ServingRecord) -> RooflineParams:
+        return replace(base[record.gpu], moe_layer_overhead_s=float(x[0]) * 1e-6)
 
-    result = fit_log(model, measured, [X0_US], [LOWER_US], [UPPER_US])
+    result, _ = fit_replayed(observations(records), params, predict, [X0_US], [LOWER_US], [UPPER_US], replay)
     return float(result.x[0]) * 1e-6, float(result.standard_errors[0]) * 1e-6, result.rms_log_residual
 
 
-def fit_moe(spec_moe: dict[str, Any], gpus: dict[str, Any], records: list[ServingRecord]) -> dict[str, Any]:
+def fit_moe(spec_moe: dict[str, Any], gpus: dict[str, Any], records: list[ServingRecord],
+            replay: Optional[Replay] = None) -> dict[str, Any]:
     """fitted.yaml's ``moe`` mapping: per stack, in calibration.yaml's order (a borrower after its donor)."""
     out: dict[str, Any] = {}
     for stack, how in spec_moe.items():
@@ -68,7 +69,7 @@ def fit_moe(spec_moe: dict[str, Any], gpus: dict[str, Any], records: list[Servin
                 out[stack]["note"] = " ".join(str(how["note"]).split())
             continue
         rows = moe_records(records, stack, how)
-        value, standard_error, rms = fit_overhead(rows, gpus, stack)
+        value, standard_error, rms = fit_overhead(rows, gpus, stack, replay)
         out[stack] = {PARAMETER: rounded(value), "standard_error": rounded(standard_error, 3),
                       "rms_log_residual": rounded(rms, 3), "fitted_on": sorted(r.id for r in rows)}
     return out

@@ -13,7 +13,9 @@ The fit predicts a record in closed form. ``B`` users decode at once: the run's 
 mean context ``input + output / 2``, and a share ``B x input / (output x chunk)`` of the steps also prefills a chunk:
 one prompt when every user is decoding, the rest of the token budget when requests queue (every request at once).
 TPOT is the mean step; throughput is ``B`` tokens a step when requests queue, else ``B x output`` over a request's
-cycle (its prefill steps and ``output - 1`` steps).
+cycle (its prefill steps and ``output - 1`` steps). Given the engine's replay (``replay``), the fit corrects the
+closed form record by record until it matches the replay at the fitted parameters
+(:mod:`simlab.hardware.calfit.replayed`): the closed form and the replay differ by up to a third on saturation runs.
 ``simlab profiles check`` then simulates every record with the engine itself and states that error.
 """
 
@@ -29,7 +31,8 @@ import numpy as np
 import pandas as pd
 
 from simlab.hardware.buckets import Buckets
-from simlab.hardware.calfit.lsq import FitResult, fit_log, rounded
+from simlab.hardware.calfit.lsq import FitResult, rounded
+from simlab.hardware.calfit.replayed import Replay, fit_replayed
 from simlab.hardware.calibrated import CalibratedRooflineCostModel
 from simlab.hardware.calibration import STACK_PARAMETERS
 from simlab.hardware.device import RooflineParams
@@ -201,18 +204,12 @@ def stack_params(base: RooflineParams, names: tuple[str, ...], x: np.ndarray) ->
     return replace(base, **{name: float(v) * SCALE[name] for name, v in zip(names, x)})
 
 
-def fit_stack(records: list[ServingRecord], base: RooflineParams, names: tuple[str, ...]
-              ) -> tuple[RooflineParams, FitResult]:
-    """Fit ``names`` (of :data:`STACK_FIT`) on ``records``, every other parameter as in ``base``."""
-    obs = observations(records)
-    measured = np.array([value for _, _, value in obs])
-
-    def model(x: np.ndarray) -> np.ndarray:
-        params = stack_params(base, names, x)
-        return np.array([predict(record, params)[metric] for record, metric, _ in obs])
-
-    result = fit_log(model, measured, [X0[n] for n in names], [LOWER[n] for n in names],
-                     [UPPER[n] for n in names])
+def fit_stack(records: list[ServingRecord], base: RooflineParams, names: tuple[str, ...],
+              replay: Optional[Replay] = None) -> tuple[RooflineParams, FitResult]:
+    """Fit ``names`` (of :data:`STACK_FIT`) on ``records``, every other parameter as in ``base``: to the engine
+    replay when ``replay`` is given (:mod:`simlab.hardware.calfit.replayed`), else to the closed form."""
+    result, _ = fit_replayed(observations(records), lambda x, _record: stack_params(base, names, x), predict,
+                             [X0[n] for n in names], [LOWER[n] for n in names], [UPPER[n] for n in names], replay)
     return stack_params(base, names, result.x), result
 
 

@@ -24,11 +24,12 @@ prefill, target and drafter, then ``(output - 1) / tau`` rounds).
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
+from typing import Any, Optional
 
 import numpy as np
 
-from simlab.hardware.calfit.lsq import fit_log, rounded
+from simlab.hardware.calfit.lsq import rounded
+from simlab.hardware.calfit.replayed import Replay, fit_replayed
 from simlab.hardware.calfit.moe import stage3_params
 from simlab.hardware.calfit.serving import (ServingRecord, cost_model, decoding_users, identifiable, listed_records,
                                             observations)
@@ -76,26 +77,23 @@ def predict_speculative(record: ServingRecord, params: RooflineParams) -> dict[s
 
 
 def fit_host_time(records: list[ServingRecord], base: dict[str, RooflineParams],
-                  names: tuple[str, ...] = SPECULATIVE_PARAMETERS) -> tuple[dict[str, float], dict[str, float], float]:
+                  names: tuple[str, ...] = SPECULATIVE_PARAMETERS, replay: Optional[Replay] = None
+                  ) -> tuple[dict[str, float], dict[str, float], float]:
     """(values, standard errors, rms log residual) of ``names`` (of :data:`SPECULATIVE_PARAMETERS`) fitted on
-    ``records``, each record's other parameters ``base[gpu]``."""
-    obs = observations(records)
-    measured = np.array([value for _, _, value in obs])
+    ``records``, each record's other parameters ``base[gpu]``; to the engine replay when ``replay`` is given."""
 
-    def params(x: np.ndarray, gpu: str) -> RooflineParams:
-        return replace(base[gpu], **{name: float(v) * 1e-6 for name, v in zip(names, x)})
+    def params(x: np.ndarray, record: ServingRecord) -> RooflineParams:
+        return replace(base[record.gpu], **{name: float(v) * 1e-6 for name, v in zip(names, x)})
 
-    def model(x: np.ndarray) -> np.ndarray:
-        return np.array([predict_speculative(r, params(x, r.gpu))[metric] for r, metric, _ in obs])
-
-    result = fit_log(model, measured, [X0_US[n] for n in names], [0.0] * len(names), [UPPER_US[n] for n in names])
+    result, _ = fit_replayed(observations(records), params, predict_speculative, [X0_US[n] for n in names],
+                             [0.0] * len(names), [UPPER_US[n] for n in names], replay)
     values = {name: float(v) * 1e-6 for name, v in zip(names, result.x)}
     errors = {name: float(se) * 1e-6 for name, se in zip(names, result.standard_errors)}
     return values, errors, result.rms_log_residual
 
 
 def fit_speculative(spec_speculative: dict[str, Any], gpus: dict[str, Any], moe: dict[str, Any],
-                    records: list[ServingRecord]) -> dict[str, Any]:
+                    records: list[ServingRecord], replay: Optional[Replay] = None) -> dict[str, Any]:
     """fitted.yaml's ``speculative`` mapping: per stack, in calibration.yaml's order (a borrower after its donor)."""
     out: dict[str, Any] = {}
     for stack, how in spec_speculative.items():
@@ -107,7 +105,7 @@ def fit_speculative(spec_speculative: dict[str, Any], gpus: dict[str, Any], moe:
             rows = speculative_records(records, stack, how)
             base = {r.gpu: stage4_params(gpus, moe, r.gpu, stack) for r in rows}
             names = host_time_names(rows)
-            values, errors, rms = fit_host_time(rows, base, names)
+            values, errors, rms = fit_host_time(rows, base, names, replay)
             out[stack] = {**{name: rounded(values.get(name, 0.0)) for name in SPECULATIVE_PARAMETERS},
                           "standard_errors": {name: rounded(errors[name], 3) for name in names},
                           "rms_log_residual": rounded(rms, 3), "fitted_on": sorted(r.id for r in rows)}
