@@ -91,6 +91,7 @@ def _mount_subcommands() -> None:
     from simlab.real.validate.cli import validate_command
     from simlab.studies.check_cli import profiles_check_command
     from simlab.studies.cli import report_command, sweep_command, whatif_command
+    from simlab.studies.fit_cli import fit_command
     from simlab.workload.cli import traces_app
 
     app.command("audit")(audit_command)
@@ -101,6 +102,7 @@ def _mount_subcommands() -> None:
     app.command("calibrate")(calibrate_command)
     app.command("profile")(profile_command)
     app.command("validate")(validate_command)
+    profiles_app.command("fit")(fit_command)
     profiles_app.command("check")(profiles_check_command)
     app.add_typer(profiles_app, name="profiles", help="List, export, fit and check hardware cost profiles.")
     app.add_typer(traces_app, name="traces", help="List and describe the shipped request traces.")

@@ -31,7 +31,8 @@ def observations(truth, metric_of):
 def test_without_a_replay_the_fit_is_the_closed_form_least_squares():
     rng = np.random.default_rng(3)
     obs = [(r, "t", v * float(rng.uniform(0.9, 1.1))) for r, _, v in observations([2.0, 0.5], closed)]
-    result, rounds = fit_replayed(obs, params_of, closed, [1.0, 1.0], [0.0, 0.0], [10.0, 10.0])
+    fit = fit_replayed(obs, params_of, closed, [1.0, 1.0], [0.0, 0.0], [10.0, 10.0])
+    result, rounds = fit.result, fit.rounds
     direct = fit_log(lambda x: np.array([closed(r, params_of(x, r))["t"] for r in RECORDS]),
                      np.array([v for _, _, v in obs]), [1.0, 1.0], [0.0, 0.0], [10.0, 10.0])
     assert rounds == 1
@@ -48,7 +49,8 @@ def test_a_constant_correction_per_record_is_fitted_in_two_rounds():
 
     rng = np.random.default_rng(5)
     obs = [(r, "t", v * float(rng.uniform(0.95, 1.05))) for r, _, v in observations([2.0, 0.5], replay)]
-    result, rounds = fit_replayed(obs, params_of, closed, [1.0, 1.0], [0.0, 0.0], [10.0, 10.0], replay)
+    fit = fit_replayed(obs, params_of, closed, [1.0, 1.0], [0.0, 0.0], [10.0, 10.0], replay)
+    result, rounds = fit.result, fit.rounds
     direct = fit_log(lambda x: np.array([closed(r, params_of(x, r))["t"] for r in RECORDS]),
                      np.array([v / factors[r] for r, _, v in obs]), [1.0, 1.0], [0.0, 0.0], [10.0, 10.0])
     assert rounds == 2
@@ -66,8 +68,9 @@ def test_a_replay_that_bends_with_the_parameters_is_matched_where_it_can_be():
 
     truth = [2.0, 0.5]
     obs = observations(truth, replay)
-    result, rounds = fit_replayed(obs, params_of, closed, [1.0, 1.0], [0.0, 0.0], [10.0, 10.0], replay)
-    plain, _ = fit_replayed(obs, params_of, closed, [1.0, 1.0], [0.0, 0.0], [10.0, 10.0])
+    fit = fit_replayed(obs, params_of, closed, [1.0, 1.0], [0.0, 0.0], [10.0, 10.0], replay)
+    result, rounds = fit.result, fit.rounds
+    plain = fit_replayed(obs, params_of, closed, [1.0, 1.0], [0.0, 0.0], [10.0, 10.0]).result
     assert 2 < rounds < 6
     assert result.x == pytest.approx(truth, rel=10 * RATIO_TOLERANCE)
     assert abs(plain.x[0] - truth[0]) > 0.1  # the closed form alone is far off
@@ -84,3 +87,21 @@ def test_the_replay_the_fit_uses_is_the_engine_check_itself():
     for record in (records[0], next(r for r in records if r.speculative), next(r for r in records if r.concurrency >= 64)):
         params = resolve_params(RooflineHardware(**record.hardware()), record.gpu)
         assert replay_record(record, params) == simulate_record(record)
+
+
+def test_where_the_corrected_rounds_stall_the_polish_on_the_replay_finds_the_match():
+    """A replay whose shape differs from the closed form's (powers of the parameters, a weight per record): the
+    ratios keep moving for all six rounds, and the least-squares search on the replay itself reaches the
+    parameters that made the data."""
+
+    def replay(record, params):
+        a, b = record
+        return {"t": (a * params.step_overhead_s) ** 1.3 + 0.5 * b * params.request_overhead_s ** 0.7}
+
+    truth = [2.0, 0.5]
+    obs = observations(truth, replay)
+    fit = fit_replayed(obs, params_of, closed, [1.0, 1.0], [0.0, 0.0], [10.0, 10.0], replay)
+    assert fit.rounds == 6 and fit.polished
+    assert fit.result.x == pytest.approx(truth, rel=1e-6)
+    assert fit.rms_log_residual < 1e-8
+    assert np.allclose(fit.result.residuals, 0.0, atol=1e-8)  # the replay's residuals, not the closed form's

@@ -1,7 +1,9 @@
 """``simlab profiles fit`` on engine benchmark results (vLLM --save-result JSON, SGLang bench_serving JSONL).
 
-The fixtures are files in the engines' formats whose numbers the closed-form steady state made with a known step
-overhead (1.2 ms) and request overhead (20 us), so the fit can be checked against the truth."""
+The fixtures are files in the engines' formats whose numbers the engine's replay of each run made with a known step
+overhead (1.2 ms), request overhead (20 us), attention and prefill efficiencies (0.9, 0.5) on the shipped
+operator-level calibration (``replayed_numbers``;
+``python tests/test_hardware_benchfit.py`` rewrites them), so the fit can be checked against the truth."""
 
 from __future__ import annotations
 
@@ -16,6 +18,54 @@ from simlab.hardware.profiles import load_profile
 
 BENCH = Path(__file__).parent / "fixtures" / "bench"
 FILES = [BENCH / "vllm_c1.json", BENCH / "vllm_c4.json", BENCH / "sglang_runs.jsonl"]
+# every parameter the fit may fit, so that the fixtures depend on the shipped calibration's operator-level fit only
+TRUTH = {"step_overhead_s": 1.2e-3, "request_overhead_s": 2e-5, "attention_efficiency": 0.9,
+         "prefill_efficiency": 0.5}
+NUMBERS = ("mean_tpot_ms", "median_tpot_ms", "mean_itl_ms", "median_itl_ms", "output_throughput", "duration",
+           "request_throughput")
+
+
+def replayed_numbers(run: dict, label: str) -> dict:
+    """``run`` with its measured numbers replaced by the engine's replay of it on H100 x Qwen3-8B x vLLM with the
+    shipped operator-level calibration and :data:`TRUTH` (the fit's defaults for --max-num-seqs and
+    --max-batch-tokens)."""
+    from dataclasses import replace
+
+    from simlab.config.hardware import RooflineHardware
+    from simlab.hardware.benchfit import run_record
+    from simlab.hardware.roofline_build import build_roofline
+    from simlab.studies.profile_check import replay_record
+
+    record = run_record(run, label=label, gpu="h100-sxm", model="qwen3-8b", stack="vllm", precision="bf16",
+                        kv_precision="bf16", max_num_seqs=1024, max_batch_tokens=8192)
+    shipped = build_roofline(RooflineHardware(kind="roofline", gpu="h100-sxm", model="qwen3-8b"))
+    made = replay_record(record, replace(shipped.params, **TRUTH))
+    tpot, throughput = round(made["mean_tpot_ms"], 4), round(made["output_throughput_tok_s"], 4)
+    duration = run["total_output_tokens"] / throughput
+    values = {"mean_tpot_ms": tpot, "median_tpot_ms": tpot, "mean_itl_ms": tpot, "median_itl_ms": tpot,
+              "output_throughput": throughput, "duration": duration, "request_throughput": run["completed"] / duration}
+    return {**run, **{k: v for k, v in values.items() if k in run}}
+
+
+def _runs(path: Path) -> list[dict]:
+    text = path.read_text()
+    return [json.loads(text)] if path.suffix == ".json" else [json.loads(line) for line in text.splitlines()]
+
+
+def write_fixtures() -> None:
+    for path in FILES:
+        runs = [replayed_numbers(run, f"{path}#{i + 1}") for i, run in enumerate(_runs(path))]
+        path.write_text(json.dumps(runs[0], indent=1) + "\n" if path.suffix == ".json"
+                        else "".join(json.dumps(run) + "\n" for run in runs))
+
+
+def test_the_fixtures_numbers_are_the_engine_replay_at_the_truth():
+    for path in FILES:
+        for i, run in enumerate(_runs(path)):
+            made = replayed_numbers(run, f"{path}#{i + 1}")
+            for key in NUMBERS:
+                if key in run:
+                    assert run[key] == pytest.approx(made[key], rel=1e-6), (path, key)
 
 
 def fit(*args, out=None):
@@ -34,7 +84,10 @@ def test_the_fit_recovers_the_step_overhead_and_writes_a_loadable_profile(tmp_pa
     fit_doc = profile.config.provenance["fit"]
     step, se = fit_doc["fitted"]["step_overhead_s"], fit_doc["standard_errors"]["step_overhead_s"]
     assert abs(step - 1.2e-3) <= max(4 * se, 1e-6)  # the truth, within four standard errors
-    assert fit_doc["residual_max_abs"] < 0.01 and len(fit_doc["residuals"]) == 8  # TPOT and throughput of 4 runs
+    for key, true in TRUTH.items():  # every fitted parameter, within four of its standard errors
+        assert abs(fit_doc["fitted"][key] - true) <= 4 * fit_doc["standard_errors"][key], key
+    assert fit_doc["residual_max_abs"] < 0.002 and len(fit_doc["residuals"]) == 8  # TPOT and throughput of 4 runs
+    assert fit_doc["residuals_of"] == "engine replay"
     assert profile.config.provenance["source"]["parameters"]["stack"] == "vllm"
     assert profile.verify_s(1) > 0 and profile.kv_cache_tokens() > 0
 
@@ -116,9 +169,9 @@ def test_a_multi_gpu_mixture_of_experts_fits_on_its_layout_and_a_bad_layout_name
 
 
 def _speculative_runs(path: Path, gamma: int, taus: list[float], concurrencies: list[int], truth) -> None:
-    """SGLang bench_serving lines of speculative runs, their numbers made by the closed form with ``truth``."""
+    """SGLang bench_serving lines of speculative runs, their numbers made by the engine's replay with ``truth``."""
     from simlab.hardware.calfit.serving import ServingRecord
-    from simlab.hardware.calfit.speculative import predict_speculative
+    from simlab.studies.profile_check import replay_record
 
     lines = []
     for tau, users in zip(taus, concurrencies):
@@ -127,7 +180,7 @@ def _speculative_runs(path: Path, gamma: int, taus: list[float], concurrencies: 
                                output_tokens=512, concurrency=users, num_prompts=64, max_num_seqs=1024,
                                max_batch_tokens=8192, mean_tpot_ms=None, output_throughput_tok_s=None, url="x",
                                spec_method="eagle3", num_draft_tokens=gamma, acceptance_length=tau)
-        made = predict_speculative(record, truth)
+        made = replay_record(record, truth)
         lines.append(json.dumps({"completed": 64, "total_input_tokens": 64 * 256, "total_output_tokens": 64 * 512,
                                  "max_concurrency": users, "accept_length": tau,
                                  "mean_tpot_ms": made["mean_tpot_ms"],
@@ -179,3 +232,7 @@ def test_a_speculative_run_needs_a_valid_drafter(tmp_path, draft, needle):
     run = fit(runs, "--gpu", "h100-sxm", "--model", "qwen3-8b", *extra, out=tmp_path / "x.yaml")
     assert run.returncode == 2 and needle in run.stderr, run.stderr
     assert "Traceback" not in run.stderr and not (tmp_path / "x.yaml").exists()
+
+
+if __name__ == "__main__":
+    write_fixtures()

@@ -7,7 +7,9 @@ prompt and output lengths (``total_input_tokens`` and ``total_output_tokens`` ov
 benchmark measured (``mean_tpot_ms``, ``output_throughput``). The calibrated roofline of the GPU and model is
 fitted to them with the GPU's operator-level parameters fixed, as the shipped stacks are
 (:mod:`simlab.hardware.calfit.serving`): one parameter for every two measured values (a run gives one or two),
-in the order ``step_overhead_s``, ``request_overhead_s``, ``attention_efficiency``, ``prefill_efficiency``.
+in the order ``step_overhead_s``, ``request_overhead_s``, ``attention_efficiency``, ``prefill_efficiency``; on the
+engine's replay of each run when the caller passes one, as ``simlab profiles fit`` does
+(:mod:`simlab.hardware.calfit.replayed`).
 
 A speculative run (its file states an acceptance length above 1: SGLang's ``accept_length``) also needs its drafter
 and draft length, which the files do not hold: ``--draft METHOD:K`` for every speculative run, or
@@ -28,6 +30,7 @@ from typing import Any, Optional
 import numpy as np
 
 from simlab.common.errors import InputError
+from simlab.hardware.calfit.replayed import Replay
 from simlab.hardware.calfit.serving import SCALE, ServingRecord, fit_stack, identifiable, observations, predict
 
 GENERATOR = "simlab profiles fit (engine benchmark results)"
@@ -133,10 +136,12 @@ def run_record(run: dict[str, Any], *, label: str, gpu: str, model: str, stack: 
 def fit_bench(files: list[Path], *, gpu: str, model: str, stack: str, precision: str, kv_precision: str,
               max_num_seqs: int, max_batch_tokens: int, name: str, command: Optional[str] = None,
               tensor_parallel: int = 1, expert_parallel: int = 1,
-              drafts: Optional[dict[Optional[str], tuple[str, int]]] = None) -> dict[str, Any]:
+              drafts: Optional[dict[Optional[str], tuple[str, int]]] = None, replay: Optional[Replay] = None
+              ) -> dict[str, Any]:
     """Fit the stack on the runs of ``files`` (served on ``tensor_parallel`` GPUs, experts over
     ``expert_parallel``; speculative runs with ``drafts``, see :func:`parse_drafts`) and return the table profile
-    (with the fit in its provenance)."""
+    (with the fit in its provenance). With ``replay`` (the engine's replay of a run, as ``simlab profiles fit``
+    passes it) the fit and the residuals it states are the engine's, else the closed form's."""
     from simlab.config.hardware import RooflineHardware
     from simlab.hardware.calfit.speculative import fit_host_time, host_time_names, predict_speculative
     from simlab.hardware.export import ExportSettings, table_dict
@@ -166,11 +171,11 @@ def fit_bench(files: list[Path], *, gpu: str, model: str, stack: str, precision:
                                                 "and output throughput; more runs fit more parameters")
     params, fitted, standard_errors = replace(start.params), {}, {}
     if names:
-        params, result = fit_stack(plain, params, names)
+        params, result = fit_stack(plain, params, names, replay)
         fitted.update({n: float(getattr(params, n)) for n in names})
         standard_errors.update({n: float(se) * SCALE[n] for n, se in zip(names, result.standard_errors)})
     if spec_names:
-        values, errors, _ = fit_host_time(speculative, {start.gpu.name: params}, spec_names)
+        values, errors, _ = fit_host_time(speculative, {start.gpu.name: params}, spec_names, replay)
         fitted.update(values)
         standard_errors.update(errors)
     cost_model = build_roofline(base_cfg.model_copy(update=fitted), field="")
@@ -178,7 +183,7 @@ def fit_bench(files: list[Path], *, gpu: str, model: str, stack: str, precision:
     data["name"] = name
     residuals = []
     for record in records:
-        predicted = (predict_speculative if record.speculative else predict)(record, cost_model.params)
+        predicted = (replay or (predict_speculative if record.speculative else predict))(record, cost_model.params)
         for metric in ("mean_tpot_ms", "output_throughput_tok_s"):
             measured = getattr(record, metric)
             if measured is not None:
@@ -191,7 +196,10 @@ def fit_bench(files: list[Path], *, gpu: str, model: str, stack: str, precision:
         "speculative_runs": len(speculative), "fitted": fitted, "standard_errors": standard_errors,
         "residual_median_abs": round(float(np.median(errors)), 4), "residual_max_abs": round(float(np.max(errors)), 4),
         "residuals": residuals,
-        "note": "residuals are the closed-form steady state the fit uses (simlab.hardware.calfit.serving and "
-                "calfit.speculative); simulate the runs' scenarios to see the engine's own error",
+        "residuals_of": "engine replay" if replay else "closed form",
+        "note": ("residuals are the engine's replay of each run (a closed loop of its users and mean lengths, "
+                 "paged KV; simlab.studies.profile_check), which the fit matched (simlab.hardware.calfit.replayed)"
+                 if replay else "residuals are the closed-form steady state the fit uses (simlab.hardware.calfit."
+                 "serving and calfit.speculative); simulate the runs' scenarios to see the engine's own error"),
     }
     return data

@@ -1,5 +1,6 @@
-"""``simlab profiles``: list the shipped hardware profiles, GPUs and models; export any cost model as a file; fit
-your own measurements into a profile (:mod:`simlab.hardware.fit_cli`).
+"""``simlab profiles``: list the shipped hardware profiles, GPUs and models; export any cost model as a file (``fit``
+and ``check`` are mounted by simlab/cli.py from :mod:`simlab.studies.fit_cli` and :mod:`simlab.studies.check_cli`:
+they run the engine).
 
 Mounted by the main command line as ``simlab profiles``. Bad input raises :class:`InputError` (exit 2 there).
 """
@@ -13,7 +14,6 @@ from typing import TYPE_CHECKING, Any, Optional
 import typer
 
 from simlab.common.errors import InputError
-from simlab.hardware.fit_cli import fit_command
 
 if TYPE_CHECKING:
     from simlab.config.hardware import HardwareConfig
@@ -34,7 +34,6 @@ profiles_app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
 )
-profiles_app.command("fit")(fit_command)
 
 
 class ExportFormat(str, Enum):

@@ -53,7 +53,7 @@ def fit_overhead(records: list[ServingRecord], gpus: dict[str, Any], stack: str,
     def params(x: np.ndarray, record: ServingRecord) -> RooflineParams:
         return replace(base[record.gpu], moe_layer_overhead_s=float(x[0]) * 1e-6)
 
-    result, _ = fit_replayed(observations(records), params, predict, [X0_US], [LOWER_US], [UPPER_US], replay)
+    result = fit_replayed(observations(records), params, predict, [X0_US], [LOWER_US], [UPPER_US], replay).result
     return float(result.x[0]) * 1e-6, float(result.standard_errors[0]) * 1e-6, result.rms_log_residual
 
 

@@ -3,11 +3,17 @@
 Stages 3 to 5 predict an engine record in closed form (a steady batch at the mean context): fast enough for a
 least-squares search, but up to a third off what the engine itself simulates for the same parameters (the
 ramp-up, preemption, the staggered prefills of a closed loop). ``simlab profiles check`` states the error of the
-replay, so the fit is made on the replay: each round fits the closed form multiplied, per record and metric, by
-the replay-to-closed-form ratio at the previous round's parameters, then replays the records at the new ones.
-The rounds stop when no ratio moves by more than :data:`RATIO_TOLERANCE` (or after :data:`MAX_ROUNDS`): at that
-point the corrected closed form equals the replay at the fitted parameters, and the fit minimises the replay's
-log error to the first order (the ratios vary slowly with the parameters).
+replay, so the fit is made on the replay, in two steps:
+
+1. **Corrected rounds.** Each round fits the closed form multiplied, per record and metric, by the
+   replay-to-closed-form ratio at the previous round's parameters, then replays the records at the new ones. The
+   rounds stop when no ratio moves by more than :data:`RATIO_TOLERANCE`, or after :data:`MAX_ROUNDS` (two
+   parameters that trade against each other can make the rounds alternate between two answers). The round whose
+   replay is closest to the measurements is kept.
+2. **Polish.** A least-squares search on the replay itself starts there (finite differences of
+   :data:`DIFF_STEP` relative, at most :data:`POLISH_EVALS` steps): the corrected closed form is exact only at the
+   parameters it was corrected at, and the polish removes what is left where the ratios vary with the
+   parameters. The better of the two, by the replay's own residual, is the answer.
 
 The replay is passed in by the caller (``simlab.studies.profile_check.replay_record``: it runs the engine, a
 layer above this one); without one the fit is the closed form's, as before.
@@ -15,57 +21,101 @@ layer above this one); without one the fit is the closed form's, as before.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Callable, Optional, Sequence
 
 import numpy as np
 
 from simlab.hardware.calfit.lsq import FitResult, fit_log
-from simlab.hardware.device import RooflineParams
 
 MAX_ROUNDS = 6
 RATIO_TOLERANCE = 1e-3  # the largest change of a log ratio between rounds that ends the rounds
+POLISH_EVALS = 12  # least-squares steps on the replay (each also replays once per parameter for the Jacobian)
+DIFF_STEP = 1e-3  # relative finite-difference step on the replay (engine decisions make it piecewise smooth)
 
-Replay = Callable[[object, RooflineParams], dict[str, float]]  # (record, parameters) -> metric -> value
+Replay = Callable[[object, object], dict[str, float]]  # (record, RooflineParams) -> metric -> value
 Observation = tuple  # (record, metric, measured value)
 
 
-def fit_replayed(obs: Sequence[Observation], params_of: Callable[[np.ndarray, object], RooflineParams],
-                 closed: Callable[[object, RooflineParams], dict[str, float]], x0: Sequence[float],
-                 lower: Sequence[float], upper: Sequence[float], replay: Optional[Replay] = None
-                 ) -> tuple[FitResult, int]:
-    """Fit ``x`` so that the records' metrics match ``obs``: ``closed(record, params_of(x, record))`` corrected by
-    ``replay`` as the module docstring says. Returns the last round's fit and the number of rounds (1 without a
-    replay)."""
+@dataclass(frozen=True)
+class ReplayedFit:
+    """The answer (its residuals the replay's when there is one; its standard errors from the replay's Jacobian
+    when polished, else the corrected closed form's), the rounds, whether the polish gave it, its rms log residual."""
+
+    result: FitResult
+    rounds: int
+    polished: bool
+    rms_log_residual: float  # of the replay at the answer (of the closed form without a replay)
+
+
+def fit_replayed(obs: Sequence[Observation], params_of: Callable[[np.ndarray, object], object],
+                 closed: Callable[[object, object], dict[str, float]], x0: Sequence[float],
+                 lower: Sequence[float], upper: Sequence[float], replay: Optional[Replay] = None) -> ReplayedFit:
+    """Fit ``x`` so that the records' metrics match ``obs``: ``closed(record, params_of(x, record))``, on
+    ``replay`` as the module docstring says when it is given."""
     measured = np.array([value for _, _, value in obs], dtype=float)
+    log_measured = np.log(measured)
     log_ratio = np.zeros(len(obs))
     start = np.asarray(x0, dtype=float)
 
     def model(x: np.ndarray) -> np.ndarray:
         return np.array([closed(r, params_of(x, r))[metric] for r, metric, _ in obs]) * np.exp(log_ratio)
 
+    if replay is None:
+        result = fit_log(model, measured, start, lower, upper)
+        return ReplayedFit(result, 1, False, result.rms_log_residual)
+    best: Optional[FitResult] = None  # with the replay's residuals
     rounds = 0
     while True:
         rounds += 1
         result = fit_log(model, measured, start, lower, upper)
-        if replay is None:
-            return result, rounds
-        new_log_ratio = replayed_log_ratio(obs, result.x, params_of, closed, replay)
+        replayed = replayed_values(obs, result.x, params_of, replay)
+        residuals = np.log(replayed) - log_measured
+        if best is None or _rms(residuals) < best.rms_log_residual:
+            best = FitResult(result.x, result.standard_errors, residuals, result.jacobian)
+        closed_now = np.array([closed(r, params_of(result.x, r))[metric] for r, metric, _ in obs])
+        new_log_ratio = np.log(replayed) - np.log(closed_now)
         moved = float(np.max(np.abs(new_log_ratio - log_ratio))) if len(obs) else 0.0
         log_ratio = new_log_ratio
         if moved <= RATIO_TOLERANCE or rounds >= MAX_ROUNDS:
-            return result, rounds
+            break
         start = np.clip(result.x, lower, upper)
+    polished = _polish(obs, best.x, params_of, replay, log_measured, lower, upper)
+    if polished.rms_log_residual < best.rms_log_residual:
+        return ReplayedFit(polished, rounds, True, polished.rms_log_residual)
+    return ReplayedFit(best, rounds, False, best.rms_log_residual)
 
 
-def replayed_log_ratio(obs: Sequence[Observation], x: np.ndarray,
-                       params_of: Callable[[np.ndarray, object], RooflineParams],
-                       closed: Callable[[object, RooflineParams], dict[str, float]], replay: Replay) -> np.ndarray:
-    """``log(replay / closed form)`` of every observation at ``x`` (each record replayed once)."""
+def replayed_values(obs: Sequence[Observation], x: np.ndarray, params_of: Callable[[np.ndarray, object], object],
+                    replay: Replay) -> np.ndarray:
+    """The replay's value of every observation at ``x`` (each record replayed once)."""
     replays: dict[int, dict[str, float]] = {}
     out = np.empty(len(obs))
     for i, (record, metric, _) in enumerate(obs):
-        params = params_of(x, record)
         if id(record) not in replays:
-            replays[id(record)] = replay(record, params)
-        out[i] = np.log(replays[id(record)][metric] / closed(record, params)[metric])
+            replays[id(record)] = replay(record, params_of(x, record))
+        out[i] = replays[id(record)][metric]
     return out
+
+
+def _polish(obs, x: np.ndarray, params_of, replay: Replay, log_measured: np.ndarray, lower, upper) -> FitResult:
+    from scipy.optimize import least_squares
+
+    from simlab.hardware.calfit.lsq import unit_covariance
+
+    def residual(z: np.ndarray) -> np.ndarray:
+        return np.log(replayed_values(obs, z, params_of, replay)) - log_measured
+
+    lower, upper = np.asarray(lower, dtype=float), np.asarray(upper, dtype=float)
+    # a start on a bound stays inside it: the search's finite differences step away from the bound
+    start = np.clip(x, lower, upper)
+    found = least_squares(residual, start, bounds=(lower, upper), x_scale="jac", diff_step=DIFF_STEP,
+                          max_nfev=POLISH_EVALS, method="trf")
+    n, k = found.fun.size, found.x.size
+    variance = float(found.fun @ found.fun) / max(n - k, 1)
+    errors = np.sqrt(np.clip(np.diag(variance * unit_covariance(found.jac)), 0.0, None))
+    return FitResult(found.x, errors, found.fun, found.jac)
+
+
+def _rms(values: np.ndarray) -> float:
+    return float(np.sqrt(np.mean(values ** 2))) if values.size else 0.0

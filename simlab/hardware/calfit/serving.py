@@ -208,8 +208,9 @@ def fit_stack(records: list[ServingRecord], base: RooflineParams, names: tuple[s
               replay: Optional[Replay] = None) -> tuple[RooflineParams, FitResult]:
     """Fit ``names`` (of :data:`STACK_FIT`) on ``records``, every other parameter as in ``base``: to the engine
     replay when ``replay`` is given (:mod:`simlab.hardware.calfit.replayed`), else to the closed form."""
-    result, _ = fit_replayed(observations(records), lambda x, _record: stack_params(base, names, x), predict,
-                             [X0[n] for n in names], [LOWER[n] for n in names], [UPPER[n] for n in names], replay)
+    fit = fit_replayed(observations(records), lambda x, _record: stack_params(base, names, x), predict,
+                       [X0[n] for n in names], [LOWER[n] for n in names], [UPPER[n] for n in names], replay)
+    result = fit.result
     return stack_params(base, names, result.x), result
 
 

@@ -1,4 +1,6 @@
-"""``simlab profiles fit MEASUREMENTS.csv --out PROFILE.yaml`` (mounted on ``simlab profiles``)."""
+"""``simlab profiles fit MEASUREMENTS.csv --out PROFILE.yaml`` (mounted on ``simlab profiles`` by simlab/cli.py; the
+work is :mod:`simlab.hardware.userfit` for step timings and :mod:`simlab.hardware.benchfit` for engine benchmark
+results, which are fitted on the engine's replay of each run, :func:`simlab.studies.profile_check.replay_record`)."""
 
 from __future__ import annotations
 
@@ -58,6 +60,7 @@ def fit_command(
                    "(all curves' residuals are in its provenance)")
         return
     from simlab.hardware.benchfit import GENERATOR, fit_bench, parse_drafts
+    from simlab.studies.profile_check import replay_record
 
     for option, value in (("--gpu", gpu), ("--model", model)):
         if value is None:
@@ -70,11 +73,16 @@ def fit_command(
     _check_choice("--precision", precision, PRECISIONS)
     _check_choice("--kv-precision", kv_precision, KV_PRECISIONS)
     drafts = parse_drafts(list(draft or []), list(measurements))
+    from rich.console import Console
+
     try:
-        data = fit_bench(list(measurements), gpu=gpu, model=model, stack=stack, precision=precision,
-                         kv_precision=kv_precision, max_num_seqs=max_num_seqs, max_batch_tokens=max_batch_tokens,
-                         name=name or out.stem, command=command, tensor_parallel=tensor_parallel,
-                         expert_parallel=expert_parallel, drafts=drafts)
+        with Console(stderr=True).status(f"fitting on the engine's replay of the runs of {len(measurements)} "
+                                         "file(s) ..."):
+            data = fit_bench(list(measurements), gpu=gpu, model=model, stack=stack, precision=precision,
+                             kv_precision=kv_precision, max_num_seqs=max_num_seqs,
+                             max_batch_tokens=max_batch_tokens, name=name or out.stem, command=command,
+                             tensor_parallel=tensor_parallel, expert_parallel=expert_parallel, drafts=drafts,
+                             replay=replay_record)
     except InputError as err:  # the roofline's fields are this command's options
         if err.file is None and err.field in ("gpu", "model", "precision", "tensor_parallel", "expert_parallel"):
             raise InputError(err.problem, field="--" + err.field.replace("_", "-"), value=err.value,
