@@ -88,6 +88,20 @@ def test_the_fit_recovers_the_step_overhead_and_writes_a_loadable_profile(tmp_pa
         assert abs(fit_doc["fitted"][key] - true) <= 4 * fit_doc["standard_errors"][key], key
     assert fit_doc["residual_max_abs"] < 0.002 and len(fit_doc["residuals"]) == 8  # TPOT and throughput of 4 runs
     assert fit_doc["residuals_of"] == "engine replay"
+    # the file's own error, stated beside the roofline's: what a scenario naming the profile gets on these runs
+    from simlab.hardware.benchfit import read_runs, run_record
+    from simlab.studies.profile_check import simulate_record
+
+    errors = []
+    for path in FILES:
+        for i, one in enumerate(read_runs(path)):
+            record = run_record(one, label=f"{path}#{i + 1}", gpu="h100-sxm", model="qwen3-8b", stack="vllm",
+                                precision="bf16", kv_precision="bf16", max_num_seqs=1024, max_batch_tokens=8192)
+            simulated = simulate_record(record, hardware=str(out))
+            errors += [abs(simulated["mean_tpot_ms"] / record.mean_tpot_ms - 1),
+                       abs(simulated["output_throughput_tok_s"] / record.output_throughput_tok_s - 1)]
+    assert fit_doc["profile_residual_max_abs"] == pytest.approx(max(errors), abs=1e-4)
+    assert 0.005 < fit_doc["profile_residual_max_abs"] < 0.05  # the table samples the per-request time
     assert profile.config.provenance["source"]["parameters"]["stack"] == "vllm"
     assert profile.verify_s(1) > 0 and profile.kv_cache_tokens() > 0
 

@@ -191,15 +191,37 @@ def fit_bench(files: list[Path], *, gpu: str, model: str, stack: str, precision:
                                   "fitted": round(predicted[metric], 4),
                                   "error": round(predicted[metric] / measured - 1.0, 4)})
     errors = np.abs([r["error"] for r in residuals])
+    profile_errors = table_errors(records, data, replay) if replay else None
     data["provenance"]["fit"] = {
         "command": command, "files": [str(f) for f in files], "runs": len(records),
         "speculative_runs": len(speculative), "fitted": fitted, "standard_errors": standard_errors,
         "residual_median_abs": round(float(np.median(errors)), 4), "residual_max_abs": round(float(np.max(errors)), 4),
         "residuals": residuals,
+        **({"profile_residual_median_abs": round(float(np.median(profile_errors)), 4),
+            "profile_residual_max_abs": round(float(np.max(profile_errors)), 4)} if replay else {}),
         "residuals_of": "engine replay" if replay else "closed form",
         "note": ("residuals are the engine's replay of each run (a closed loop of its users and mean lengths, "
-                 "paged KV; simlab.studies.profile_check), which the fit matched (simlab.hardware.calfit.replayed)"
+                 "paged KV; simlab.studies.profile_check) on the fitted roofline, which the fit matched "
+                 "(simlab.hardware.calfit.replayed); profile_residual_* are the same replays on this file's table, "
+                 "which samples the per-request overhead at 4 tokens a request"
                  if replay else "residuals are the closed-form steady state the fit uses (simlab.hardware.calfit."
                  "serving and calfit.speculative); simulate the runs' scenarios to see the engine's own error"),
     }
     return data
+
+
+def table_errors(records: list[ServingRecord], data: dict[str, Any], replay: Replay) -> np.ndarray:
+    """|simulated / measured - 1| of every measured value, each run replayed on the table profile ``data`` (what a
+    scenario naming the written file gets)."""
+    import yaml
+
+    from simlab.config.hardware import TableHardware
+    from simlab.hardware.table import TableCostModel
+
+    table = TableCostModel(TableHardware.model_validate(yaml.safe_load(yaml.safe_dump(data))), name=data["name"])
+    out = []
+    for record in records:
+        simulated = replay(record, table)
+        out += [abs(simulated[m] / getattr(record, m) - 1.0) for m in ("mean_tpot_ms", "output_throughput_tok_s")
+                if getattr(record, m) is not None]
+    return np.array(out)

@@ -94,7 +94,9 @@ def fit_command(
     fitted = ", ".join(f"{k} {v:.4g} ± {fit['standard_errors'][k]:.2g}" for k, v in fit["fitted"].items())
     runs = f"{fit['runs']} runs" + (f" ({fit['speculative_runs']} speculative)" if fit["speculative_runs"] else "")
     typer.echo(f"wrote {out}: {runs} fitted ({fitted}); residual median {fit['residual_median_abs']:.1%}, "
-               f"max {fit['residual_max_abs']:.1%} (every run's residual is in its provenance)")
+               f"max {fit['residual_max_abs']:.1%} on the fitted roofline, median "
+               f"{fit['profile_residual_median_abs']:.1%}, max {fit['profile_residual_max_abs']:.1%} on the profile's "
+               "table (every run's residual is in its provenance)")
 
 
 def _check_choice(option: str, value: str, valid: tuple[str, ...]) -> None:

@@ -118,12 +118,14 @@ def simulate_record(record: ServingRecord, hardware: Any = None, *, cost: Any = 
     return {name: float(metrics[key]) for name, key in METRIC_KEYS.items()}
 
 
-def replay_record(record: ServingRecord, params: RooflineParams) -> dict[str, float]:
-    """The engine replay of ``record`` on the calibrated roofline ``params`` give (the calibration fit's
-    ``replay``: :mod:`simlab.hardware.calfit.replayed`)."""
+def replay_record(record: ServingRecord, params: Any) -> dict[str, float]:
+    """The engine replay of ``record`` on the calibrated roofline ``params`` (:class:`RooflineParams`) give, the
+    calibration fit's ``replay`` (:mod:`simlab.hardware.calfit.replayed`), or on ``params`` itself when it is a
+    cost model (a profile's table)."""
     from simlab.hardware.calfit.serving import cost_model
 
-    return simulate_record(record, cost=cost_model(record, params))
+    cost = cost_model(record, params) if isinstance(params, RooflineParams) else params
+    return simulate_record(record, cost=cost)
 
 
 def check_records(records: Iterable[ServingRecord], *, hardware: Any = None, fitted: Optional[dict] = None,
