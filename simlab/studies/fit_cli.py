@@ -39,7 +39,8 @@ def fit_command(
                                               "file's; repeat for several."),
 ) -> None:
     """Fit your measurements and write a table profile with the residual stated: step timings with the calibrated
-    roofline's smooth knee, or engine benchmark runs as a serving stack on the roofline of --gpu and --model."""
+    roofline's smooth knee, or engine benchmark runs as a serving stack on the roofline of --gpu and --model
+    (fitted on simlab's engine replaying each run, seconds per run)."""
     from simlab.common.errors import InputError
     from simlab.common.outputs import check_out_file, write_file_atomic
     from simlab.hardware.export import table_text
