@@ -103,5 +103,5 @@ def test_where_the_corrected_rounds_stall_the_polish_on_the_replay_finds_the_mat
     fit = fit_replayed(obs, params_of, closed, [1.0, 1.0], [0.0, 0.0], [10.0, 10.0], replay)
     assert fit.rounds == 6 and fit.polished
     assert fit.result.x == pytest.approx(truth, rel=1e-6)
-    assert fit.rms_log_residual < 1e-8
+    assert fit.result.rms_log_residual < 1e-8
     assert np.allclose(fit.result.residuals, 0.0, atol=1e-8)  # the replay's residuals, not the closed form's

@@ -31,7 +31,8 @@ import numpy as np
 
 from simlab.common.errors import InputError
 from simlab.hardware.calfit.replayed import Replay
-from simlab.hardware.calfit.serving import SCALE, ServingRecord, fit_stack, identifiable, observations, predict
+from simlab.hardware.calfit.serving import (SCALE, ServingRecord, abs_errors, fit_stack, identifiable, observations,
+                                            predict)
 
 GENERATOR = "simlab profiles fit (engine benchmark results)"
 # fitted in this order, one for every two measured values (serving.identifiable)
@@ -219,9 +220,4 @@ def table_errors(records: list[ServingRecord], data: dict[str, Any], replay: Rep
     from simlab.hardware.table import TableCostModel
 
     table = TableCostModel(TableHardware.model_validate(yaml.safe_load(yaml.safe_dump(data))), name=data["name"])
-    out = []
-    for record in records:
-        simulated = replay(record, table)
-        out += [abs(simulated[m] / getattr(record, m) - 1.0) for m in ("mean_tpot_ms", "output_throughput_tok_s")
-                if getattr(record, m) is not None]
-    return np.array(out)
+    return np.array([error for record in records for error in abs_errors(record, replay(record, table))])

@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterable, Optional
 
 import numpy as np
 
-from simlab.hardware.calfit.serving import SERVING_FILE, ServingRecord, read_records
+from simlab.hardware.calfit.serving import SERVING_FILE, ServingRecord, abs_errors, read_records
 from simlab.hardware.device import RooflineParams
 
 METRIC_KEYS = {"mean_tpot_ms": "mean_tpot_ms", "output_throughput_tok_s": "output_throughput"}
@@ -219,8 +219,7 @@ def leave_one_source_out(folder: Optional[Path] = None) -> list[dict[str, Any]]:
                 errors = []
                 for record in mine:
                     simulated = simulate_record(record, {**record.hardware(), **values})
-                    errors += [abs(simulated[m] / getattr(record, m) - 1.0) for m in METRIC_KEYS
-                               if getattr(record, m) is not None]
+                    errors += abs_errors(record, simulated)
                 out.append({"gpu": gpu, "stack": stack, "left_out": source, "refitted": list(names),
                             **abs_error_summary(errors)})
     return out + leave_one_moe_source_out(spec, fitted, records)
@@ -242,8 +241,7 @@ def leave_one_moe_source_out(spec: Any, fitted: dict[str, Any], records: list[Se
             errors = []
             for record in mine:
                 simulated = simulate_record(record, {**record.hardware(), PARAMETER: value})
-                errors += [abs(simulated[m] / getattr(record, m) - 1.0) for m in METRIC_KEYS
-                           if getattr(record, m) is not None]
+                errors += abs_errors(record, simulated)
             out.append({"gpu": ", ".join(sorted({r.gpu for r in mine})), "stack": stack, "left_out": source,
                         "refitted": [PARAMETER], **abs_error_summary(errors)})
     return out

@@ -46,12 +46,17 @@ def fit_log(predict: Callable[[np.ndarray], np.ndarray], measured: np.ndarray, x
     def residual(x: np.ndarray) -> np.ndarray:
         return np.log(predict(x)) - log_measured
 
-    result = least_squares(residual, np.asarray(x0, dtype=float), bounds=(lower, upper), x_scale="jac",
-                           ftol=1e-12, xtol=1e-12, gtol=1e-12, max_nfev=5000, method="trf")
-    n, k = result.fun.size, result.x.size
-    variance = float(result.fun @ result.fun) / max(n - k, 1)
-    covariance = variance * unit_covariance(result.jac)
-    return FitResult(result.x, np.sqrt(np.clip(np.diag(covariance), 0.0, None)), result.fun, result.jac)
+    return fit_result(least_squares(residual, np.asarray(x0, dtype=float), bounds=(lower, upper), x_scale="jac",
+                                    ftol=1e-12, xtol=1e-12, gtol=1e-12, max_nfev=5000, method="trf"))
+
+
+def fit_result(solution) -> FitResult:
+    """A :class:`FitResult` of a ``scipy.optimize.least_squares`` solution on log residuals: standard errors from
+    its Jacobian and the residual variance."""
+    n, k = solution.fun.size, solution.x.size
+    variance = float(solution.fun @ solution.fun) / max(n - k, 1)
+    covariance = variance * unit_covariance(solution.jac)
+    return FitResult(solution.x, np.sqrt(np.clip(np.diag(covariance), 0.0, None)), solution.fun, solution.jac)
 
 
 def error_summary(predicted: np.ndarray, measured: np.ndarray) -> dict[str, float]:

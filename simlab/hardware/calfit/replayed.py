@@ -26,7 +26,7 @@ from typing import Callable, Optional, Sequence
 
 import numpy as np
 
-from simlab.hardware.calfit.lsq import FitResult, fit_log
+from simlab.hardware.calfit.lsq import FitResult, fit_log, fit_result
 
 MAX_ROUNDS = 6
 RATIO_TOLERANCE = 1e-3  # the largest change of a log ratio between rounds that ends the rounds
@@ -40,12 +40,11 @@ Observation = tuple  # (record, metric, measured value)
 @dataclass(frozen=True)
 class ReplayedFit:
     """The answer (its residuals the replay's when there is one; its standard errors from the replay's Jacobian
-    when polished, else the corrected closed form's), the rounds, whether the polish gave it, its rms log residual."""
+    when polished, else the corrected closed form's), the rounds, and whether the polish gave it."""
 
     result: FitResult
     rounds: int
     polished: bool
-    rms_log_residual: float  # of the replay at the answer (of the closed form without a replay)
 
 
 def fit_replayed(obs: Sequence[Observation], params_of: Callable[[np.ndarray, object], object],
@@ -62,17 +61,16 @@ def fit_replayed(obs: Sequence[Observation], params_of: Callable[[np.ndarray, ob
         return np.array([closed(r, params_of(x, r))[metric] for r, metric, _ in obs]) * np.exp(log_ratio)
 
     if replay is None:
-        result = fit_log(model, measured, start, lower, upper)
-        return ReplayedFit(result, 1, False, result.rms_log_residual)
+        return ReplayedFit(fit_log(model, measured, start, lower, upper), 1, False)
     best: Optional[FitResult] = None  # with the replay's residuals
     rounds = 0
     while True:
         rounds += 1
         result = fit_log(model, measured, start, lower, upper)
         replayed = replayed_values(obs, result.x, params_of, replay)
-        residuals = np.log(replayed) - log_measured
-        if best is None or _rms(residuals) < best.rms_log_residual:
-            best = FitResult(result.x, result.standard_errors, residuals, result.jacobian)
+        candidate = FitResult(result.x, result.standard_errors, np.log(replayed) - log_measured, result.jacobian)
+        if best is None or candidate.rms_log_residual < best.rms_log_residual:
+            best = candidate
         closed_now = np.array([closed(r, params_of(result.x, r))[metric] for r, metric, _ in obs])
         new_log_ratio = np.log(replayed) - np.log(closed_now)
         moved = float(np.max(np.abs(new_log_ratio - log_ratio))) if len(obs) else 0.0
@@ -82,8 +80,8 @@ def fit_replayed(obs: Sequence[Observation], params_of: Callable[[np.ndarray, ob
         start = np.clip(result.x, lower, upper)
     polished = _polish(obs, best.x, params_of, replay, log_measured, lower, upper)
     if polished.rms_log_residual < best.rms_log_residual:
-        return ReplayedFit(polished, rounds, True, polished.rms_log_residual)
-    return ReplayedFit(best, rounds, False, best.rms_log_residual)
+        return ReplayedFit(polished, rounds, True)
+    return ReplayedFit(best, rounds, False)
 
 
 def replayed_values(obs: Sequence[Observation], x: np.ndarray, params_of: Callable[[np.ndarray, object], object],
@@ -101,21 +99,10 @@ def replayed_values(obs: Sequence[Observation], x: np.ndarray, params_of: Callab
 def _polish(obs, x: np.ndarray, params_of, replay: Replay, log_measured: np.ndarray, lower, upper) -> FitResult:
     from scipy.optimize import least_squares
 
-    from simlab.hardware.calfit.lsq import unit_covariance
-
     def residual(z: np.ndarray) -> np.ndarray:
         return np.log(replayed_values(obs, z, params_of, replay)) - log_measured
 
     lower, upper = np.asarray(lower, dtype=float), np.asarray(upper, dtype=float)
     # a start on a bound stays inside it: the search's finite differences step away from the bound
-    start = np.clip(x, lower, upper)
-    found = least_squares(residual, start, bounds=(lower, upper), x_scale="jac", diff_step=DIFF_STEP,
-                          max_nfev=POLISH_EVALS, method="trf")
-    n, k = found.fun.size, found.x.size
-    variance = float(found.fun @ found.fun) / max(n - k, 1)
-    errors = np.sqrt(np.clip(np.diag(variance * unit_covariance(found.jac)), 0.0, None))
-    return FitResult(found.x, errors, found.fun, found.jac)
-
-
-def _rms(values: np.ndarray) -> float:
-    return float(np.sqrt(np.mean(values ** 2))) if values.size else 0.0
+    return fit_result(least_squares(residual, np.clip(x, lower, upper), bounds=(lower, upper), x_scale="jac",
+                                    diff_step=DIFF_STEP, max_nfev=POLISH_EVALS, method="trf"))

@@ -195,6 +195,12 @@ def observations(records: list[ServingRecord]) -> list[tuple[ServingRecord, str,
     return out
 
 
+def abs_errors(record: ServingRecord, simulated: dict[str, float]) -> list[float]:
+    """``|simulated / measured - 1|`` of every metric ``record`` measured (in :data:`METRICS` order)."""
+    return [abs(simulated[metric] / getattr(record, metric) - 1.0) for metric in METRICS
+            if getattr(record, metric) is not None]
+
+
 def identifiable(names: tuple[str, ...], records: list[ServingRecord]) -> tuple[str, ...]:
     """The first of ``names`` that the records' measured values can identify: one parameter per two values."""
     return tuple(names)[:len(observations(records)) // 2]

@@ -86,7 +86,7 @@ def fit_host_time(records: list[ServingRecord], base: dict[str, RooflineParams],
         return replace(base[record.gpu], **{name: float(v) * 1e-6 for name, v in zip(names, x)})
 
     result = fit_replayed(observations(records), params, predict_speculative, [X0_US[n] for n in names],
-                             [0.0] * len(names), [UPPER_US[n] for n in names], replay).result
+                          [0.0] * len(names), [UPPER_US[n] for n in names], replay).result
     values = {name: float(v) * 1e-6 for name, v in zip(names, result.x)}
     errors = {name: float(se) * 1e-6 for name, se in zip(names, result.standard_errors)}
     return values, errors, result.rms_log_residual
