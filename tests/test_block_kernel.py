@@ -15,29 +15,27 @@ from helpers import simulate, write_scenario
 from test_reference_equivalence import SCHEDULERS as REFERENCE_SCHEDULERS
 from simlab.engine.block import Roster, plan_block
 from simlab.engine.decode import ArmPolicy
+from simlab.engine.drawstore import DrawStore
 from simlab.hardware.profiles import load_profile, shipped_profiles
 from simlab.schedulers import make_scheduler
 
 CONTEXT_TABLE = load_profile(shipped_profiles()["h100-sxm_qwen3-8b"])  # a (context x batch) verify grid
 
 
-class TableStore:
-    """Draws of every (request, decode step) from fixed tables, in the DrawStore's gather format."""
+class TableStore(DrawStore):
+    """Draws of every (request, decode step) from fixed tables [requests, steps, G], laid out as the DrawStore's
+    rows (request r's step s is row r x steps + s); request r holds ``held[r]`` steps from its first."""
 
     def __init__(self, conf: np.ndarray, true_accepted: np.ndarray, held: np.ndarray) -> None:
-        self.conf, self.true_accepted, self.held = conf, true_accepted, held
+        num_requests, self.num_steps_drawn, gamma = conf.shape
+        self.conf = np.ascontiguousarray(conf).reshape(num_requests * self.num_steps_drawn, gamma)
+        self.true_accepted = np.ascontiguousarray(true_accepted).reshape(-1)
+        self.held = held
         self.lag_steps = 0
 
-    def gather(self, request_ids, own_steps, remaining) -> dict:
-        steps = np.minimum(own_steps, self.conf.shape[1] - 1)
-        ids = request_ids[None, :]
-        out = {"conf": self.conf[ids, steps], "true_accepted": self.true_accepted[ids, steps],
-               "held": self.held[request_ids]}
-        if self.lag_steps:
-            source = own_steps - self.lag_steps
-            out["lagged_conf"] = self.conf[ids, np.maximum(source, 0)]
-            out["lagged_known"] = source >= 0
-        return out
+    def ready(self, request_ids, first, last, remaining, single=False):
+        end = np.minimum(first + self.held[request_ids], self.num_steps_drawn)
+        return request_ids * self.num_steps_drawn, end, np.zeros_like(end)
 
 
 def _case(rng, num_rows: int, gamma: int, *, ties: bool, num_steps_drawn: int = 80):
@@ -133,6 +131,7 @@ def _check_against_numpy(kind, cost, rng, num_trials):
             assert np.array_equal(getattr(fast, name)[:exact], getattr(slow, name)[:exact]), (trial, name)
         assert np.array_equal(fast.drafted_tokens(exact), slow.drafted_tokens(exact)), trial
         assert np.array_equal(fast.draft_len_column(exact), slow.draft_len_column(exact)), trial
+        _check_prices(policy, fast)
         compared += exact
         # the steps only the compiled block got to, and every third block whole: against single steps
         first = 0 if trial % 3 == 0 else exact
@@ -146,6 +145,21 @@ def _check_against_numpy(kind, cost, rng, num_trials):
                 assert fast.context[k] == stepped[k].context[0]
             single += fast.num_exact - first
     assert compared > 10 * num_trials // 3 and single > 4 * num_trials // 3  # both comparisons were exercised
+
+
+def _check_prices(policy, block):
+    """The compiled block's step prices equal the replica's pricing of the same steps in numpy, bit for bit."""
+    assert block.priced is not None
+    exact = block.num_exact
+    anchors, context = block.anchors[:exact], block.context[:exact].astype(float)
+    verify_s = np.where(anchors > 0, policy.cost.verify_s(block.batch_tokens[:exact], context,
+                                                          np.maximum(anchors, 1)), 0.0)
+    if block.plan is not None:
+        draft_s = policy.planned_draft_s(block.plan[0][:exact], block.plan[1][:exact], anchors, context)
+    else:
+        draft_s = policy.draft_s(anchors, context)
+    assert np.array_equal(block.priced[0][:exact], verify_s)
+    assert np.array_equal(block.priced[1][:exact], draft_s)
 
 
 def test_block_stops_before_a_step_without_draws():
@@ -188,9 +202,9 @@ def test_which_arms_the_compiled_block_serves(tmp_path):
     roofline = build_cost_model(RooflineHardware(kind="roofline", gpu="h100-sxm", model="qwen3-8b"),
                                 base_dir=tmp_path, file=None)
     on_roofline = ArmPolicy("dspark", 5, make_scheduler("hardware_aware"), None, roofline, 8192, np.full(5, 0.5))
-    assert on_roofline.block_kernel()[-2] is roofline.verify_kernel()  # compiled code prices the roofline
+    assert on_roofline.block_kernel()[5] is roofline.verify_kernel()  # compiled code prices the roofline
     goodput_on_roofline = ArmPolicy("dspark", 5, make_scheduler("goodput"), None, roofline, 8192, np.full(5, 0.5))
-    assert goodput_on_roofline.block_kernel()[-1].size > 0  # a drafter that reads context: compiled code prices it
+    assert goodput_on_roofline.block_kernel()[6].size > 0  # a drafter that reads context: compiled code prices it
     deepseek = build_cost_model(RooflineHardware(kind="roofline", gpu="h200", model="deepseek-v3", precision="fp8",
                                                  tensor_parallel=8), base_dir=tmp_path, file=None)
     assert ArmPolicy("mtp", 1, make_scheduler("goodput"), None, deepseek, 8192,
@@ -201,6 +215,9 @@ def test_which_arms_the_compiled_block_serves(tmp_path):
                      np.full(5, 0.5)).block_kernel() is None  # compressed attention: not compiled
     fixed_on_roofline = ArmPolicy("dspark", 5, make_scheduler("fixed"), None, roofline, 8192, np.full(5, 0.5))
     assert fixed_on_roofline.block_kernel() is not None  # fixed reads no cost
+    verify_spec, draft_spec = fixed_on_roofline.block_kernel()[7]  # but its steps are priced in compiled code
+    assert verify_spec is roofline.verify_kernel() and draft_spec.size > 0
+    assert hw.block_kernel()[7][1].size == 0  # a table's drafter: the draft grid prices it
     threshold_on_roofline = ArmPolicy("dspark", 5, make_scheduler("threshold", threshold=0.5), None, roofline,
                                       8192, np.full(5, 0.5))
     assert threshold_on_roofline.block_kernel() is not None
@@ -254,7 +271,7 @@ def test_block_stops_after_the_first_finish_when_asked(kind):
     stopped_early = 0
     for trial in range(60):
         store, roster = _case(rng, int(rng.choice([3, 17, 40])), 5, ties=trial % 2 == 0)
-        store.held[:] = store.conf.shape[1]
+        store.held[:] = store.num_steps_drawn
         policy = _policy(kind, 5, 16_384)
         store.lag_steps = policy.lag_steps
         whole = plan_block(policy, roster, 64, store)

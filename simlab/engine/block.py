@@ -60,7 +60,7 @@ class Block:
     """K planned steps of a roster; steps 0..num_exact-1 are exact."""
 
     __slots__ = ("lengths", "accepted", "emitted", "active", "context", "num_exact", "anchors", "batch_tokens",
-                 "gamma", "plan", "verify")
+                 "gamma", "plan", "verify", "priced")
 
     def __init__(self, lengths: np.ndarray, accepted: np.ndarray, emitted: np.ndarray, active: np.ndarray,
                  context: np.ndarray, num_exact: int, gamma: int, plan=None, verify=None) -> None:
@@ -76,6 +76,7 @@ class Block:
         self.batch_tokens = self.anchors + np.add.reduce(verified, axis=1)  # [K] decode/verify tokens of each step
         self.gamma = gamma
         self.plan = plan  # (draft lengths [K], requests drafting [K]) of a scheduler that plans its draft, or None
+        self.priced = None  # (verify seconds [K], draft seconds [K]) of the decode part, when compiled code priced them
 
     def drafted_tokens(self, count: int) -> np.ndarray:
         """[count] draft positions proposed at each step (draft length x requests drafting; a tree's nodes)."""
@@ -107,6 +108,9 @@ def plan_block(policy: ArmPolicy, roster: Roster, num_steps: int, store=None, *,
     :meth:`ArmPolicy.block_kernel` serves are stepped by compiled code (every step exact), unless ``compiled``
     is false (the tests compare the two); with ``stop_at_finish`` compiled code stops after the first step in
     which a request emits its last token (the block would end there)."""
+    kernel = policy.block_kernel() if compiled else None
+    if kernel is not None:
+        return _compiled_block(policy, roster, num_steps, store, kernel, stop_at_finish)
     since_join = np.arange(num_steps)[:, None] - roster.join[None, :]
     decode_step = roster.steps[None, :] + since_join  # each request's own decode step (its random streams' key)
     joined = since_join >= 0
@@ -121,9 +125,6 @@ def plan_block(policy: ArmPolicy, roster: Roster, num_steps: int, store=None, *,
     own_step = np.minimum(np.maximum(decode_step, roster.steps[None, :]),
                           (roster.steps + roster.remaining - 1)[None, :])
     draws = store.gather(roster.request_id, own_step, roster.remaining)
-    kernel = policy.block_kernel() if compiled else None
-    if kernel is not None:
-        return _compiled_block(policy, roster, draws, kernel, stop_at_finish)
     # the store may hold fewer steps than the block spans for requests expected to finish sooner: a step where
     # such a request is still active is not exact
     lacking = own_step - own_step[0] >= draws["held"][None, :] if num_steps > 1 else None
@@ -165,27 +166,40 @@ def plan_block(policy: ArmPolicy, roster: Roster, num_steps: int, store=None, *,
     return Block(lengths, accepted, emitted, active, actual_context, num_exact, policy.gamma, plan, verify)
 
 
-def _compiled_block(policy: ArmPolicy, roster: Roster, draws: dict, kernel: tuple,
+def _compiled_block(policy: ArmPolicy, roster: Roster, num_steps: int, store, kernel: tuple,
                     stop_at_finish: bool) -> Block:
-    """The block stepped in order by compiled code (:mod:`simlab.engine.block_kernel`)."""
+    """The block stepped in order by compiled code (:mod:`simlab.engine.block_kernel`), which reads the draws
+    from the store's rows."""
     from simlab.engine.block_kernel import run_block
 
-    code, threshold, cumulative, slo_ms, lagged, cost, draft_spec = kernel
-    conf = draws["conf"]
-    lagged_conf, lagged_known = (draws["lagged_conf"], draws["lagged_known"]) if lagged else (conf, _NONE_KNOWN)
+    code, threshold, cumulative, slo_ms, lagged, cost, draft_spec, price = kernel
+    steps, remaining, join = roster.steps, roster.remaining, roster.join
+    # the first and the last decode step of each request the block may reach (see plan_block's own_step)
+    last_step = steps + remaining - 1
+    first = np.minimum(steps, last_step)
+    last = np.minimum(np.maximum(steps + (num_steps - 1) - join, steps), last_step)
+    base, end, start = store.ready(roster.request_id, first, last, remaining, num_steps == 1)
     # a draft cost that ignores context: its seconds by draft length and requests drafting (else the spec prices it)
     reads_grid = policy.scheduler.entry.reads_draft_cost and draft_spec.size == 0
-    draft = (policy.draft_grid(len(roster)) if reads_grid else _NO_DRAFT, draft_spec)
-    lengths, accepted, emitted, active, context, draft_len, num_drafting, num_exact = run_block(
+    priced = price is not None
+    price_verify, price_draft_spec = price if priced else (cost, _NO_SPEC)
+    grid = policy.draft_grid(len(roster)) if reads_grid or (priced and price_draft_spec.size == 0) else _NO_DRAFT
+    plans_draft = policy.scheduler.plans_draft
+    (lengths, accepted, emitted, active, context, draft_len, num_drafting, num_exact, verify_s,
+     draft_s) = run_block(
         code, policy.gamma, policy.max_batch_tokens, threshold, cumulative, slo_ms, lagged, stop_at_finish,
-        roster.remaining, roster.context, roster.join, draws["held"], conf, draws["true_accepted"], lagged_conf,
-        lagged_known, policy.prior_conf, draft, cost)
-    plan = (draft_len, num_drafting) if policy.scheduler.plans_draft else None
-    return Block(lengths, accepted, emitted, active, context, num_exact, policy.gamma, plan)
+        num_steps, remaining, roster.context, join, steps, base, end, start, store.lag_steps, store.conf,
+        store.true_accepted, policy.prior_conf, (grid, draft_spec), cost, priced, plans_draft, price_verify,
+        (grid, price_draft_spec))
+    block = Block(lengths, accepted, emitted, active, context, num_exact, policy.gamma,
+                  (draft_len, num_drafting) if plans_draft else None)
+    if priced:
+        block.priced = (verify_s, draft_s)
+    return block
 
 
-_NONE_KNOWN = np.zeros((1, 1), dtype=bool)
 _NO_DRAFT = np.zeros((1, 1))
+_NO_SPEC = np.zeros(0)
 
 
 class _Inputs:

@@ -36,23 +36,29 @@ ADAPTIVE = REGISTRY["adaptive"].block_code
 
 
 @njit(cache=True)
-def run_block(scheduler, gamma, max_batch_tokens, threshold, cumulative, slo_ms, lagged, stop_at_finish, remaining,
-              context, join, held, conf, true_accepted, lagged_conf, lagged_known, prior_conf, draft,
-              cost):
-    """Step a roster through up to K = ``conf.shape[0]`` steps.
+def run_block(scheduler, gamma, max_batch_tokens, threshold, cumulative, slo_ms, lagged, stop_at_finish, num_steps,
+              remaining, context, join, steps, base, end, start, lag_steps, store_conf, store_accepted, prior_conf,
+              draft, cost, priced, plans_draft, price_cost, price_draft):
+    """Step a roster through up to K = ``num_steps`` steps.
 
     Per request r (N rows): ``remaining`` tokens to emit, ``context`` KV tokens held, ``join`` its first decoding
-    step, ``held`` steps of draws from its first (a step beyond them ends the block before it). ``conf`` [K, N, G]
-    and ``true_accepted`` [K, N] are the draws of each request's decode step at each block step; a ``lagged``
-    scheduler reads ``lagged_conf`` [K, N, G] where ``lagged_known`` [K, N], else ``prior_conf`` [G].
+    step, ``steps`` its decode steps done before the block. Its draws are the draw store's rows (``store_conf``
+    [M, G] and ``store_accepted`` [M], :class:`simlab.engine.drawstore.DrawStore`): decode step s is row
+    ``base + min(s, end - 1)``, ``end`` the step after its last held (a step beyond them ends the block before
+    it). A ``lagged`` scheduler reads the confidences ``lag_steps`` decode steps earlier (from step ``start``
+    on, the first held; before a request's step 0, ``prior_conf`` [G]).
     ``draft`` prices the draft (goodput, adaptive; :func:`simlab.hardware.cost_kernel.planned_draft_s`);
     ``cost`` the cost model's verify spec (:mod:`simlab.hardware.cost_spec`);
     ``threshold`` and ``cumulative`` are the threshold scheduler's, ``slo_ms`` adaptive's TPOT limit (0: none).
-    With ``stop_at_finish`` the block ends after the first step in which a request emits its last token. Returns
-    lengths, accepted and emitted [K, N], active [K, N], the decode part's total context [K], the draft plan
-    (draft length [K], requests drafting [K]; adaptive only) and the exact steps; rows from the exact steps on are
-    zeros."""
-    num_steps, num_rows = true_accepted.shape
+    With ``stop_at_finish`` the block ends after the first step in which a request emits its last token. With
+    ``priced`` each step's decode part is priced as the cost model prices it: verify seconds from ``price_cost``
+    (a verify spec) and draft seconds from ``price_draft`` (as ``draft``; the plan's when ``plans_draft``).
+    Returns lengths, accepted and emitted [K, N], active [K, N], the decode part's total context [K], the draft
+    plan (draft length [K], requests drafting [K]; adaptive only), the exact steps, and the verify and draft
+    seconds [K] (zeros unless ``priced``); rows from the exact steps on are zeros."""
+    num_rows = remaining.shape[0]
+    conf = np.zeros((num_rows, gamma))  # step k's draws of every row
+    true_accepted = np.zeros(num_rows, dtype=np.int64)
     lengths = np.zeros((num_steps, num_rows), dtype=np.int64)
     accepted = np.zeros((num_steps, num_rows), dtype=np.int64)
     emitted = np.zeros((num_steps, num_rows), dtype=np.int64)
@@ -68,11 +74,28 @@ def run_block(scheduler, gamma, max_batch_tokens, threshold, cumulative, slo_ms,
     lagged_a = np.zeros((1, num_rows, gamma))
     plan_len = np.zeros(num_steps, dtype=np.int64)
     plan_num = np.zeros(num_steps, dtype=np.int64)
+    verify_s = np.zeros(num_steps)
+    draft_s = np.zeros(num_steps)
     for k in range(num_steps):
         anchors = 0
         step_context = 0
         undrawn = False
         for r in range(num_rows):
+            # the request's own decode step (its draws' key); rows past its last possible step repeat that one
+            own = min(max(steps[r] + k - join[r], steps[r]), steps[r] + remaining[r] - 1)
+            row = base[r] + min(own, end[r] - 1)
+            for j in range(gamma):
+                conf[r, j] = store_conf[row, j]
+            true_accepted[r] = store_accepted[row]
+            if lagged:
+                earlier = own - lag_steps
+                if earlier >= 0:
+                    row = base[r] + min(max(earlier, start[r]), end[r] - 1)
+                    for j in range(gamma):
+                        source[r, j] = store_conf[row, j]
+                else:
+                    for j in range(gamma):
+                        source[r, j] = prior_conf[j]
             left = remaining[r] - before[r]
             on = k >= join[r] and left > 0
             active[k, r] = on
@@ -80,40 +103,36 @@ def run_block(scheduler, gamma, max_batch_tokens, threshold, cumulative, slo_ms,
                 anchors += 1
                 step_context += context[r] + before[r]
                 row_len[0, r] = min(left - 1, gamma)
-                if min(k - join[r], remaining[r] - 1) >= held[r]:
+                if min(k - join[r], remaining[r] - 1) >= end[r] - min(steps[r], steps[r] + remaining[r] - 1):
                     undrawn = True
             else:
                 row_len[0, r] = 0
         if undrawn:
             active[k] = False
-            return lengths, accepted, emitted, active, total_context, plan_len, plan_num, k
+            return lengths, accepted, emitted, active, total_context, plan_len, plan_num, k, verify_s, draft_s
         total_context[k] = step_context
         budget[0] = max(max_batch_tokens - anchors, 0)
         batch = max(anchors, 1)
         if scheduler == HARDWARE_AWARE:
-            step_lengths = step.early_stop_step(conf[k], row_len, batch, float(step_context), budget, 0.0, 0, cost, a,
+            step_lengths = step.early_stop_step(conf, row_len, batch, float(step_context), budget, 0.0, 0, cost, a,
                                                 neg, head)
         elif scheduler == FIXED:
-            step_lengths = step.fixed_step(conf[k], row_len, budget, a, neg)
+            step_lengths = step.fixed_step(conf, row_len, budget, a, neg)
         elif scheduler == THRESHOLD:
-            step_lengths = step.threshold_step(conf[k], row_len, budget, threshold, cumulative, a, neg)
+            step_lengths = step.threshold_step(conf, row_len, budget, threshold, cumulative, a, neg)
         elif scheduler == ORACLE:
-            step_lengths = step.oracle_step(true_accepted[k], row_len, batch, float(step_context), budget, cost, a,
+            step_lengths = step.oracle_step(true_accepted, row_len, batch, float(step_context), budget, cost, a,
                                             neg)
         else:  # async_topk, goodput, adaptive: they read (lagged) confidences
-            if lagged:
-                for r in range(num_rows):
-                    for j in range(gamma):
-                        source[r, j] = lagged_conf[k, r, j] if lagged_known[k, r] else prior_conf[j]
-            else:
-                source[:, :] = conf[k]
+            if not lagged:
+                source[:, :] = conf
         if scheduler == ADAPTIVE and slo_ms > 0.0:
             step_lengths, plan_len[k], plan_num[k] = step.adaptive_slo_step(
-                conf[k], source, row_len, batch, float(step_context), budget, draft, cost, a, neg,
+                conf, source, row_len, batch, float(step_context), budget, draft, cost, a, neg,
                 lagged_a, slo_ms)
         elif scheduler == ADAPTIVE:
             step_lengths, plan_len[k], plan_num[k] = step.adaptive_step(
-                conf[k], source, row_len, batch, float(step_context), budget, draft, cost, a, neg,
+                conf, source, row_len, batch, float(step_context), budget, draft, cost, a, neg,
                 head, lagged_a)
         elif scheduler == ASYNC_TOPK or scheduler == GOODPUT:  # a budget from those, then the current top-K
             extra_s = 0.0
@@ -121,20 +140,29 @@ def run_block(scheduler, gamma, max_batch_tokens, threshold, cumulative, slo_ms,
                 extra_s = cost_kernel.full_draft_s(draft, gamma, batch, float(step_context))
             most = step.best_budget_step(source, row_len, batch, float(step_context), extra_s, budget, cost, a,
                                          neg)
-            step_lengths = step.top_k_step(conf[k], row_len, max(min(most, budget[0]), 0), a, neg, head)
+            step_lengths = step.top_k_step(conf, row_len, max(min(most, budget[0]), 0), a, neg, head)
         finished = False
+        verified = 0
         for r in range(num_rows):
             length = step_lengths[0, r]
             lengths[k, r] = length
+            verified += length
             if active[k, r]:
-                count = min(true_accepted[k, r], length)
+                count = min(true_accepted[r], length)
                 accepted[k, r] = count
                 emitted[k, r] = count + 1
                 before[r] += count + 1
                 finished = finished or before[r] >= remaining[r]
+        if priced and anchors > 0:
+            verify_s[k] = cost_kernel.verify_s(price_cost, anchors + verified, float(step_context), batch)
+            if plans_draft:
+                draft_s[k] = cost_kernel.planned_draft_s(price_draft, plan_len[k], plan_num[k], anchors,
+                                                         float(step_context))
+            else:
+                draft_s[k] = cost_kernel.full_draft_s(price_draft, gamma, anchors, float(step_context))
         if finished and stop_at_finish:
-            return lengths, accepted, emitted, active, total_context, plan_len, plan_num, k + 1
-    return lengths, accepted, emitted, active, total_context, plan_len, plan_num, num_steps
+            return lengths, accepted, emitted, active, total_context, plan_len, plan_num, k + 1, verify_s, draft_s
+    return lengths, accepted, emitted, active, total_context, plan_len, plan_num, num_steps, verify_s, draft_s
 
 
 def load() -> None:
@@ -142,12 +170,13 @@ def load() -> None:
     with each scheduler, so that no arm's time includes it."""
     remaining = np.array([3, 1], dtype=np.int64)
     zeros = np.zeros(2, dtype=np.int64)
-    conf = np.full((2, 2, 2), 0.5)
-    true_accepted = np.ones((2, 2), dtype=np.int64)
+    end = np.array([3, 1], dtype=np.int64)
+    conf = np.full((4, 2), 0.5)
+    true_accepted = np.ones(4, dtype=np.int64)
     table = table_spec(np.linspace(0.0, 1.0, 8), 4, np.array([0.0, 1.0]))
-    known = np.ones((2, 2), dtype=np.bool_)
     for code, slo_ms in ((FIXED, 0.0), (HARDWARE_AWARE, 0.0), (THRESHOLD, 0.0), (ASYNC_TOPK, 0.0), (GOODPUT, 0.0),
                          (ORACLE, 0.0), (ADAPTIVE, 0.0), (ADAPTIVE, 20.0)):
         for lagged in (False, True):
-            run_block(code, 2, 3, 0.5, False, slo_ms, lagged, lagged, remaining, zeros, zeros, remaining, conf,
-                      true_accepted, conf, known, conf[0, 0], (np.ones((3, 3)), np.zeros(0)), table)
+            run_block(code, 2, 3, 0.5, False, slo_ms, lagged, lagged, 2, remaining, zeros, zeros, zeros, zeros, end,
+                      zeros, 1, conf, true_accepted, conf[0], (np.ones((3, 3)), np.zeros(0)), table, lagged,
+                      code == ADAPTIVE, table, (np.ones((3, 3)), np.zeros(0)))

@@ -126,7 +126,15 @@ class ArmPolicy:
         if cost is None or draft is None:
             return None
         return (entry.block_code, float(params.get("threshold", 0.0)), bool(params.get("cumulative", False)),
-                float(params.get("slo_tpot_ms") or 0.0), self.lag_steps > 0, cost, draft)
+                float(params.get("slo_tpot_ms") or 0.0), self.lag_steps > 0, cost, draft, self._price_kernel())
+
+    def _price_kernel(self) -> Optional[tuple]:
+        """What compiled code needs to price a step as :meth:`draft_s` (or :meth:`planned_draft_s`) and the cost
+        model's ``verify_s`` do: the verify spec and the drafter's spec (empty: the draft grid prices it), or
+        None where compiled code cannot price them."""
+        verify = self.cost.verify_kernel()
+        draft = self.cost.draft_kernel(self.method) if self.cost.draft_reads_context else _GRID_DRAFT
+        return None if verify is None or draft is None else (verify, draft)
 
     @property
     def lag_steps(self) -> int:

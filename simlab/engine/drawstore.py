@@ -53,12 +53,29 @@ class DrawStore:
 
         Each request gets at least the steps it is expected to need (``held`` [N] says how many steps from its
         first are real draws; rows beyond repeat the last one held and must not be used)."""
-        first, last = own_steps[0], own_steps[-1]
+        first = own_steps[0]
+        base, end, start = self.ready(request_ids, first, own_steps[-1], remaining, own_steps.shape[0] == 1)
+        index = base + np.minimum(own_steps, end - 1)
+        out = {"conf": self.conf[index], "true_accepted": self.true_accepted[index], "held": end - first}
+        if self.lag_steps:  # confidences `lag` steps earlier; None where a request had not decoded that far yet
+            source = own_steps - self.lag_steps
+            out["lagged_conf"] = self.conf[base + np.minimum(np.maximum(source, start), end - 1)]
+            out["lagged_known"] = source >= 0
+        return out
+
+    def ready(self, request_ids: np.ndarray, first: np.ndarray, last: np.ndarray, remaining: np.ndarray,
+              single: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Make sure each request holds the draws of its steps ``first`` [N] (its next) to ``last`` [N] that it is
+        expected to need (all of them when ``single``: a one-step block), drawing more where it is short.
+
+        Returns, per request, the row its decode step 0 would have (step s is row ``base + s``), the step after
+        its last held and its first held (``lag_steps`` before ``first`` where it has decoded that far): the
+        draws of step s are rows ``base + min(s, end - 1)`` of :attr:`conf` and :attr:`true_accepted`."""
         missing = self.slot[request_ids] < 0
         if np.logical_or.reduce(missing):
             self._start_batch(request_ids[missing])
         end = self.end[request_ids]
-        if own_steps.shape[0] == 1:
+        if single:
             needed = 1
         else:  # the steps of the block each request may decode, generously (blocks stop where draws run out)
             expected = np.ceil(remaining / self._rate(request_ids, first, remaining) * NEED_MARGIN) + SLACK_STEPS
@@ -69,14 +86,7 @@ class DrawStore:
             near = end - first < needed + TOP_UP_WITHIN
             self._extend(request_ids[near], first[near], remaining[near], np.broadcast_to(needed, near.shape)[near])
             end = self.end[request_ids]
-        base = self.row0[request_ids]
-        index = base + np.minimum(own_steps, end - 1)
-        out = {"conf": self.conf[index], "true_accepted": self.true_accepted[index], "held": end - first}
-        if self.lag_steps:  # confidences `lag` steps earlier; None where a request had not decoded that far yet
-            source = own_steps - self.lag_steps
-            out["lagged_conf"] = self.conf[base + np.minimum(np.maximum(source, self.start[request_ids]), end - 1)]
-            out["lagged_known"] = source >= 0
-        return out
+        return self.row0[request_ids], end, self.start[request_ids] if self.lag_steps else end
 
     def _rate(self, request_ids: np.ndarray, first: np.ndarray, remaining: np.ndarray) -> np.ndarray:
         """Tokens per step each request is expected to emit: so far, or (before its first step) from its logits."""
