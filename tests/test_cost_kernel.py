@@ -11,7 +11,7 @@ import pytest
 from simlab.config.hardware import RooflineHardware
 from simlab.hardware import build_cost_model
 from simlab.hardware.profiles import load_profile, shipped_profiles
-from simlab.hardware.cost_kernel import full_draft_s, planned_draft_s, verify_s
+from simlab.hardware.cost_kernel import full_draft_s, planned_draft_s, verify_run_s, verify_s
 from simlab.hardware.cost_spec import CALIBRATED, KIND, PLAIN
 
 ROOFLINES = {  # dense and MoE, plain and calibrated, every layout, FP8, with and without CUDA graphs
@@ -84,6 +84,26 @@ def test_compiled_table_verify_is_the_lookup(tmp_path):
     batch = rng.integers(1, 20000, 3000)
     context = rng.integers(0, 3_000_000, 3000)
     _compare(table, spec, batch, context, np.ones(3000, dtype=np.int64))
+
+
+@pytest.mark.parametrize("name", ["table", "flat-table", "h100-qwen3-8b-vllm", "h200-dsv3-dp8-ep8"])
+def test_a_run_of_batches_is_priced_as_each_alone(tmp_path, name):
+    """verify_run_s (a scheduler's seconds after admitting 0, 1, 2, ... candidates) equals verify_s at each."""
+    if name == "table":
+        spec = load_profile(shipped_profiles()["h100-sxm_qwen3-8b"]).verify_kernel()  # a (context x batch) grid
+    elif name == "flat-table":
+        spec = load_profile(shipped_profiles()["h100-sxm_qwen3-8b"]).verify_kernel()
+        spec = (spec[0][: spec[1]].copy(), spec[1], np.zeros(0)) + tuple(spec[3:])  # one row: no context
+    else:
+        spec = _roofline(tmp_path, **ROOFLINES[name]).verify_kernel()
+    rng = np.random.default_rng(5)
+    for _ in range(300):
+        first, num, requests = int(rng.integers(1, 300)), int(rng.integers(1, 600)), int(rng.integers(1, 300))
+        context = float(rng.choice([0, rng.integers(0, 3_000_000)]))
+        out = np.empty(num)
+        verify_run_s(spec, first, out, context, requests)
+        expected = np.array([verify_s(spec, first + k, context, requests) for k in range(num)])
+        assert np.array_equal(out, expected), (first, num, context, requests)
 
 
 @pytest.mark.parametrize("name", sorted(ROOFLINES))

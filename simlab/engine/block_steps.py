@@ -20,8 +20,7 @@ def admitted_seconds(cost, batch, context_tokens, num):
     """[1, num] verify seconds after admitting K = 0..num-1 candidates (batch tokens ``batch`` + K; ``batch``
     requests decoding) from the cost model's spec ``cost`` (:mod:`simlab.hardware.cost_spec`)."""
     out = np.empty((1, num))
-    for k in range(num):
-        out[0, k] = cost_kernel.verify_s(cost, batch + k, context_tokens, batch)
+    cost_kernel.verify_run_s(cost, batch, out[0], context_tokens, batch)
     return out
 
 

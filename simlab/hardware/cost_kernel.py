@@ -116,6 +116,28 @@ def verify_s(cost, batch_tokens, context_tokens, num_requests):
 
 
 @njit(cache=True)
+def verify_run_s(cost, first_tokens, out, context_tokens, num_requests):
+    """``out[k]`` = :func:`verify_s` at ``first_tokens + k`` batch tokens (``first_tokens`` >= 1), the same
+    context and requests: a table's context row and blend weight are found once for the whole run."""
+    flat, width, rows, coef, sizes, shares = cost
+    if coef.size != 0:
+        for k in range(out.size):
+            out[k] = roofline_s(coef, sizes, shares, first_tokens + k, context_tokens, num_requests)
+        return
+    if rows.size == 0:
+        for k in range(out.size):
+            out[k] = flat[min(first_tokens + k, width - 1)]
+        return
+    clipped = min(max(context_tokens, rows[0]), rows[rows.size - 1])  # table_s's row and weight, found once
+    i = min(np.searchsorted(rows, clipped, side="right"), rows.size - 1) - 1
+    weight = (clipped - rows[i]) / (rows[i + 1] - rows[i])
+    for k in range(out.size):
+        index = i * width + min(first_tokens + k, width - 1)
+        top = flat[index]
+        out[k] = top + (flat[index + width] - top) * weight
+
+
+@njit(cache=True)
 def shape_s(draft, offset, tokens, num_requests, context_tokens):
     """:meth:`simlab.hardware.drafters.ForwardShape.time_s` of the shape at ``offset`` (no routed experts, no
     windows), on the plain or the calibrated device."""
