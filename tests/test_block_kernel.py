@@ -13,7 +13,7 @@ import pytest
 
 from helpers import simulate, write_scenario
 from test_reference_equivalence import SCHEDULERS as REFERENCE_SCHEDULERS
-from simlab.engine.block import Roster, plan_block
+from simlab.engine.block import Block, Roster, plan_block
 from simlab.engine.decode import ArmPolicy
 from simlab.engine.drawstore import DrawStore
 from simlab.hardware.profiles import load_profile, shipped_profiles
@@ -132,6 +132,7 @@ def _check_against_numpy(kind, cost, rng, num_trials):
         assert np.array_equal(fast.drafted_tokens(exact), slow.drafted_tokens(exact)), trial
         assert np.array_equal(fast.draft_len_column(exact), slow.draft_len_column(exact)), trial
         _check_prices(policy, fast)
+        _check_totals(fast, roster)
         compared += exact
         # the steps only the compiled block got to, and every third block whole: against single steps
         first = 0 if trial % 3 == 0 else exact
@@ -160,6 +161,16 @@ def _check_prices(policy, block):
         draft_s = policy.draft_s(anchors, context)
     assert np.array_equal(block.priced[0][:exact], verify_s)
     assert np.array_equal(block.priced[1][:exact], draft_s)
+
+
+def _check_totals(block, roster):
+    """What compiled code counted equals what the block's arrays say."""
+    counted = Block(block.lengths, block.accepted, block.emitted, block.active, block.context, block.num_exact,
+                    block.gamma)
+    assert np.array_equal(block.anchors, counted.anchors)
+    assert np.array_equal(block.batch_tokens, counted.batch_tokens)
+    assert np.array_equal(block.finish_step(roster), counted.finish_step(roster))
+    assert np.array_equal(block.step_accepted(block.num_exact), counted.step_accepted(block.num_exact))
 
 
 def test_block_stops_before_a_step_without_draws():

@@ -26,8 +26,8 @@ MAX_PASSES = 3
 def new_decoders(joiners: list[tuple[int, int, int, int, int]]) -> dict[str, np.ndarray]:
     """Decode-set columns for requests about to decode: (request id, domain, tokens still to emit, KV tokens
     held, decode steps done before: 0 unless the request was preempted and recomputed)."""
-    ids, _, remaining, context, steps = (np.array(c, dtype=np.int64) for c in zip(*joiners))
-    return {"request_id": ids, "remaining": remaining, "context": context, "steps": steps}
+    rows = np.array(joiners, dtype=np.int64)
+    return {"request_id": rows[:, 0], "remaining": rows[:, 2], "context": rows[:, 3], "steps": rows[:, 4]}
 
 
 @dataclass
@@ -60,20 +60,27 @@ class Block:
     """K planned steps of a roster; steps 0..num_exact-1 are exact."""
 
     __slots__ = ("lengths", "accepted", "emitted", "active", "context", "num_exact", "anchors", "batch_tokens",
-                 "gamma", "plan", "verify", "priced")
+                 "gamma", "plan", "verify", "priced", "accepted_tokens", "_finish")
 
     def __init__(self, lengths: np.ndarray, accepted: np.ndarray, emitted: np.ndarray, active: np.ndarray,
-                 context: np.ndarray, num_exact: int, gamma: int, plan=None, verify=None) -> None:
+                 context: np.ndarray, num_exact: int, gamma: int, plan=None, verify=None, totals=None) -> None:
+        """``totals``: (requests decoding [K], positions verified [K], accepted [K], each request's finish step
+        [N]) when the caller counted them (compiled code), else they are counted here."""
         self.lengths = lengths  # [K, N] verify lengths
         self.accepted = accepted  # [K, N]
         self.emitted = emitted  # [K, N] tokens emitted (0 where inactive)
         self.active = active  # [K, N] decoding at step k
         self.context = context  # [K] total KV tokens read by the decode part of each step
         self.num_exact = num_exact
-        self.anchors = np.add.reduce(active, axis=1)  # [K] requests decoding at each step
         self.verify = verify  # [K, N] a tree's verified nodes per request (None: the lengths)
-        verified = lengths if verify is None else verify
-        self.batch_tokens = self.anchors + np.add.reduce(verified, axis=1)  # [K] decode/verify tokens of each step
+        if totals is None:
+            self.anchors = np.add.reduce(active, axis=1)  # [K] requests decoding at each step
+            verified = lengths if verify is None else verify
+            self.batch_tokens = self.anchors + np.add.reduce(verified, axis=1)  # [K] decode/verify tokens of a step
+            self.accepted_tokens = self._finish = None
+        else:
+            self.anchors, num_verified, self.accepted_tokens, self._finish = totals
+            self.batch_tokens = self.anchors + num_verified
         self.gamma = gamma
         self.plan = plan  # (draft lengths [K], requests drafting [K]) of a scheduler that plans its draft, or None
         self.priced = None  # (verify seconds [K], draft seconds [K]) of the decode part, when compiled code priced them
@@ -93,8 +100,16 @@ class Block:
         draft_len, num_drafting = self.plan
         return np.where(num_drafting[:count] > 0, draft_len[:count], 0)
 
+    def step_accepted(self, count: int) -> np.ndarray:
+        """[count] positions accepted at each step."""
+        if self.accepted_tokens is not None:
+            return self.accepted_tokens[:count]
+        return np.add.reduce(self.accepted[:count], axis=1)
+
     def finish_step(self, roster: Roster) -> np.ndarray:
         """[N] the step at whose end each request emits its last token (K if not in the block)."""
+        if self._finish is not None:
+            return self._finish
         left = roster.remaining[None, :] - np.add.accumulate(self.emitted, axis=0)
         done = self.active & (left <= 0)
         return np.where(np.logical_or.reduce(done, axis=0), done.argmax(axis=0), len(self.active))
@@ -185,14 +200,14 @@ def _compiled_block(policy: ArmPolicy, roster: Roster, num_steps: int, store, ke
     price_verify, price_draft_spec = price if priced else (cost, _NO_SPEC)
     grid = policy.draft_grid(len(roster)) if reads_grid or (priced and price_draft_spec.size == 0) else _NO_DRAFT
     plans_draft = policy.scheduler.plans_draft
-    (lengths, accepted, emitted, active, context, draft_len, num_drafting, num_exact, verify_s,
-     draft_s) = run_block(
+    (lengths, accepted, emitted, active, context, draft_len, num_drafting, num_exact, verify_s, draft_s,
+     totals) = run_block(
         code, policy.gamma, policy.max_batch_tokens, threshold, cumulative, slo_ms, lagged, stop_at_finish,
         num_steps, remaining, roster.context, join, steps, base, end, start, store.lag_steps, store.conf,
         store.true_accepted, policy.prior_conf, (grid, draft_spec), cost, priced, plans_draft, price_verify,
         (grid, price_draft_spec))
     block = Block(lengths, accepted, emitted, active, context, num_exact, policy.gamma,
-                  (draft_len, num_drafting) if plans_draft else None)
+                  (draft_len, num_drafting) if plans_draft else None, totals=totals)
     if priced:
         block.priced = (verify_s, draft_s)
     return block

@@ -54,8 +54,10 @@ def run_block(scheduler, gamma, max_batch_tokens, threshold, cumulative, slo_ms,
     ``priced`` each step's decode part is priced as the cost model prices it: verify seconds from ``price_cost``
     (a verify spec) and draft seconds from ``price_draft`` (as ``draft``; the plan's when ``plans_draft``).
     Returns lengths, accepted and emitted [K, N], active [K, N], the decode part's total context [K], the draft
-    plan (draft length [K], requests drafting [K]; adaptive only), the exact steps, and the verify and draft
-    seconds [K] (zeros unless ``priced``); rows from the exact steps on are zeros."""
+    plan (draft length [K], requests drafting [K]; adaptive only), the exact steps, the verify and draft seconds
+    [K] (zeros unless ``priced``), per step the requests decoding, the positions verified and those accepted [K],
+    and per request the step at whose end it emits its last token [N] (K if not in the block); rows from the
+    exact steps on are zeros."""
     num_rows = remaining.shape[0]
     conf = np.zeros((num_rows, gamma))  # step k's draws of every row
     true_accepted = np.zeros(num_rows, dtype=np.int64)
@@ -76,6 +78,10 @@ def run_block(scheduler, gamma, max_batch_tokens, threshold, cumulative, slo_ms,
     plan_num = np.zeros(num_steps, dtype=np.int64)
     verify_s = np.zeros(num_steps)
     draft_s = np.zeros(num_steps)
+    num_active = np.zeros(num_steps, dtype=np.int64)
+    num_verified = np.zeros(num_steps, dtype=np.int64)
+    num_accepted = np.zeros(num_steps, dtype=np.int64)
+    finish = np.full(num_rows, num_steps, dtype=np.int64)
     for k in range(num_steps):
         anchors = 0
         step_context = 0
@@ -109,7 +115,7 @@ def run_block(scheduler, gamma, max_batch_tokens, threshold, cumulative, slo_ms,
                 row_len[0, r] = 0
         if undrawn:
             active[k] = False
-            return lengths, accepted, emitted, active, total_context, plan_len, plan_num, k, verify_s, draft_s
+            return lengths, accepted, emitted, active, total_context, plan_len, plan_num, k, verify_s, draft_s, (num_active, num_verified, num_accepted, finish)
         total_context[k] = step_context
         budget[0] = max(max_batch_tokens - anchors, 0)
         batch = max(anchors, 1)
@@ -143,6 +149,7 @@ def run_block(scheduler, gamma, max_batch_tokens, threshold, cumulative, slo_ms,
             step_lengths = step.top_k_step(conf, row_len, max(min(most, budget[0]), 0), a, neg, head)
         finished = False
         verified = 0
+        step_accepted = 0
         for r in range(num_rows):
             length = step_lengths[0, r]
             lengths[k, r] = length
@@ -150,9 +157,15 @@ def run_block(scheduler, gamma, max_batch_tokens, threshold, cumulative, slo_ms,
             if active[k, r]:
                 count = min(true_accepted[r], length)
                 accepted[k, r] = count
+                step_accepted += count
                 emitted[k, r] = count + 1
                 before[r] += count + 1
-                finished = finished or before[r] >= remaining[r]
+                if before[r] >= remaining[r]:
+                    finished = True
+                    finish[r] = k
+        num_active[k] = anchors
+        num_verified[k] = verified
+        num_accepted[k] = step_accepted
         if priced and anchors > 0:
             verify_s[k] = cost_kernel.verify_s(price_cost, anchors + verified, float(step_context), batch)
             if plans_draft:
@@ -161,8 +174,10 @@ def run_block(scheduler, gamma, max_batch_tokens, threshold, cumulative, slo_ms,
             else:
                 draft_s[k] = cost_kernel.full_draft_s(price_draft, gamma, anchors, float(step_context))
         if finished and stop_at_finish:
-            return lengths, accepted, emitted, active, total_context, plan_len, plan_num, k + 1, verify_s, draft_s
-    return lengths, accepted, emitted, active, total_context, plan_len, plan_num, num_steps, verify_s, draft_s
+            return lengths, accepted, emitted, active, total_context, plan_len, plan_num, k + 1, verify_s, draft_s, (
+                num_active, num_verified, num_accepted, finish)
+    return lengths, accepted, emitted, active, total_context, plan_len, plan_num, num_steps, verify_s, draft_s, (
+        num_active, num_verified, num_accepted, finish)
 
 
 def load() -> None:

@@ -329,7 +329,7 @@ class Replica:
         lengths, accepted = block.lengths[:count], block.accepted[:count]
         ctx.positions.add(lengths, accepted)  # rows sitting a step out verify and accept 0: not counted
         anchors = block.anchors[:count]
-        accepted_tokens = np.add.reduce(accepted, axis=1)
+        accepted_tokens = block.step_accepted(count)
         row = ctx.steps.append(
             count, t_s=self.clock_s if count == 1 else np.concatenate([[self.clock_s], ends[:-1]]), step_s=step_s,
             replica=self.index, num_requests=anchors, decode_requests=anchors, batch_tokens=decode_tokens,
