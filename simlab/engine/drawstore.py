@@ -96,7 +96,7 @@ class DrawStore:
     def release(self, request_ids: np.ndarray) -> None:
         """Free the slots of finished requests."""
         slots = self.slot[request_ids]
-        self._free.extend(int(s) for s in slots if s >= 0)
+        self._free.extend(slots[slots >= 0].tolist())
         self.slot[request_ids] = -1
         self._done[request_ids] = True
 
