@@ -50,7 +50,7 @@ def _tree(arm: Arm, spec: AcceptanceSpec, weights: dict[str, float]):
     alpha = expected_conditional_acceptance(spec, arm.method, weights, arm.draft_len)
     catch = arm.tree.catch if arm.tree.catch is not None else calibrated_catch()
     tree = build_tree(alpha, catch, arm.tree.topk, arm.tree.num_draft_tokens, arm.draft_len)
-    return TreeDraws(tree, catch, arm.tree.topk)
+    return TreeDraws(tree, catch, arm.tree.topk, arm.draft_len)
 
 
 MAX_HEAD_MODELS = 64  # confidence heads kept by head_model (a few KB each)

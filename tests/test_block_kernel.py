@@ -111,6 +111,30 @@ def test_compiled_block_equals_numpy_block_on_a_roofline(tmp_path, kind, hardwar
     _check_against_numpy(kind, cost, np.random.default_rng(sorted(ROOFLINES).index(hardware)), 60)
 
 
+def _tree_policy(gamma: int, max_batch_tokens: int, cost, rng) -> ArmPolicy:
+    """An EAGLE-3 tree arm (its scheduler is always fixed): a request verifies the tree's nodes within its
+    length."""
+    from simlab.acceptance.tree import TreeDraws, build_tree
+
+    topk = int(rng.integers(1, 5))
+    num_draft_tokens = int(rng.integers(2, topk + (gamma - 1) * topk * topk + 2))  # shallower trees too
+    tree = build_tree(np.linspace(0.9, 0.5, gamma), 0.5, topk, num_draft_tokens, gamma)
+    return ArmPolicy("eagle3", gamma, make_scheduler("fixed"), None, cost, max_batch_tokens,
+                     np.linspace(0.9, 0.4, gamma), tree=TreeDraws(tree, 0.5, topk, gamma))
+
+
+@pytest.mark.parametrize("hardware", ["table", "roofline"])
+def test_compiled_tree_block_equals_numpy_block(tmp_path, hardware):
+    from simlab.config.hardware import RooflineHardware
+    from simlab.hardware import build_cost_model
+
+    cost = CONTEXT_TABLE
+    if hardware == "roofline":  # its drafter reads context: the tree's draft is priced in numpy
+        cost = build_cost_model(RooflineHardware(kind="roofline", **ROOFLINES["qwen3-8b-h100-vllm"]),
+                                base_dir=tmp_path, file=None)
+    _check_against_numpy("tree", cost, np.random.default_rng(11), 80)
+
+
 def _check_against_numpy(kind, cost, rng, num_trials):
     compared = single = 0
     for trial in range(num_trials):
@@ -118,7 +142,10 @@ def _check_against_numpy(kind, cost, rng, num_trials):
         gamma = int(rng.integers(1, 9))
         max_batch_tokens = int(rng.choice([num_rows + 5, 4 * num_rows + 1, 16_384]))
         store, roster = _case(rng, num_rows, gamma, ties=trial % 2 == 0)
-        policy = _policy(kind, gamma, max_batch_tokens, cost)
+        if kind == "tree":
+            policy = _tree_policy(gamma, max_batch_tokens, cost, rng)
+        else:
+            policy = _policy(kind, gamma, max_batch_tokens, cost)
         store.lag_steps = policy.lag_steps
         roster.steps[:] = rng.integers(0, 3, num_rows)  # some requests have lagged confidences, some do not
         assert policy.block_kernel() is not None
@@ -129,6 +156,8 @@ def _check_against_numpy(kind, cost, rng, num_trials):
         exact = slow.num_exact
         for name in ("lengths", "accepted", "emitted", "active", "context", "anchors", "batch_tokens"):
             assert np.array_equal(getattr(fast, name)[:exact], getattr(slow, name)[:exact]), (trial, name)
+        if policy.tree is not None:
+            assert np.array_equal(fast.verify[:exact], slow.verify[:exact]), trial
         assert np.array_equal(fast.drafted_tokens(exact), slow.drafted_tokens(exact)), trial
         assert np.array_equal(fast.draft_len_column(exact), slow.draft_len_column(exact)), trial
         _check_prices(policy, fast)
@@ -150,6 +179,9 @@ def _check_against_numpy(kind, cost, rng, num_trials):
 
 def _check_prices(policy, block):
     """The compiled block's step prices equal the replica's pricing of the same steps in numpy, bit for bit."""
+    if policy.tree is not None and policy.cost.draft_reads_context:
+        assert block.priced is None
+        return
     assert block.priced is not None
     exact = block.num_exact
     anchors, context = block.anchors[:exact], block.context[:exact].astype(float)
@@ -166,7 +198,7 @@ def _check_prices(policy, block):
 def _check_totals(block, roster):
     """What compiled code counted equals what the block's arrays say."""
     counted = Block(block.lengths, block.accepted, block.emitted, block.active, block.context, block.num_exact,
-                    block.gamma)
+                    block.gamma, verify=block.verify)
     assert np.array_equal(block.anchors, counted.anchors)
     assert np.array_equal(block.batch_tokens, counted.batch_tokens)
     assert np.array_equal(block.finish_step(roster), counted.finish_step(roster))

@@ -35,7 +35,21 @@ SCENARIOS = {
         engine={**ENGINE, "kv_policy": "paged", "block_size": 16, "kv_cache_tokens": 6000}),
     "catch-given": scenario("tree-catch", acceptance={"kind": "preset", "name": "qwen3-8b"}, engine=ENGINE,
                             arms=[{**TREE, "tree": {"topk": 2, "num_draft_tokens": 6, "catch": 0.8}}, CHAIN]),
+    # 7 nodes over 7 drafted levels at topk 4: the tree is 6 deep, so a request may verify past its depth
+    "shallower-than-gamma": scenario(
+        "tree-shallow", acceptance={"kind": "preset", "name": "qwen3-8b"}, engine=ENGINE,
+        arms=[{**TREE, "gamma": 7, "tree": {"topk": 4, "num_draft_tokens": 8}}, CHAIN]),
 }
+
+
+def test_a_tree_shallower_than_its_levels_is_verified_whole_beyond_its_depth():
+    from simlab.acceptance.tree import TreeDraws, build_tree
+
+    tree = build_tree(np.linspace(0.9, 0.5, 7), 0.5, topk=4, num_draft_tokens=8, depth=7)
+    assert tree.max_depth == 6 and tree.num_nodes == 7
+    within = TreeDraws(tree, 0.5, 4, depth=7).nodes_within()
+    assert within.tolist() == [0, 1, 2, 4, 5, 6, 7, 7]  # depth 1 holds two nodes, 2..6 one each
+    assert TreeDraws(tree, 0.5, 4).nodes_within().tolist() == [0, 1, 2, 4, 5, 6, 7]
 
 
 @pytest.mark.parametrize("name", sorted(SCENARIOS))

@@ -172,6 +172,7 @@ class TreeDraws:
     tree: DraftTree
     catch: float
     topk: int
+    depth: int = 0  # levels drafted (the arm's gamma); the tree may be shallower. 0: the tree's own depth
 
     @property
     def num_nodes(self) -> int:
@@ -182,10 +183,12 @@ class TreeDraws:
         return accepted(self.tree, target_ranks(uniforms, accept_prob, self.catch, self.tree.max_rank))
 
     def __post_init__(self) -> None:
-        counts = np.bincount(self.tree.depth[1:], minlength=self.tree.max_depth + 1)
+        # a shallower tree than the levels drafted (few nodes, wide topk) is verified whole beyond its depth
+        counts = np.bincount(self.tree.depth[1:], minlength=max(self.tree.max_depth, self.depth) + 1)
         object.__setattr__(self, "_within", np.add.accumulate(counts))
 
     def nodes_within(self) -> np.ndarray:
         """[depth + 1] draft tokens of depth at most ell, ell = 0..depth (a request near its end verifies the
-        tree cut at the levels it may still emit; its KV lookahead slots are as many)."""
+        tree cut at the levels it may still emit; its KV lookahead slots are as many). ``depth`` is the levels
+        drafted, or the tree's own depth if that is more."""
         return self._within

@@ -187,7 +187,8 @@ def _compiled_block(policy: ArmPolicy, roster: Roster, num_steps: int, store, ke
     from the store's rows."""
     from simlab.engine.block_kernel import run_block
 
-    code, threshold, cumulative, slo_ms, lagged, cost, draft_spec, price = kernel
+    # verified_by_length: draft tokens verified by a request that may verify l positions (a tree's nodes)
+    code, threshold, cumulative, slo_ms, lagged, cost, draft_spec, price, verified_by_length = kernel
     steps, remaining, join = roster.steps, roster.remaining, roster.join
     # the first and the last decode step of each request the block may reach (see plan_block's own_step)
     last_step = steps + remaining - 1
@@ -205,9 +206,10 @@ def _compiled_block(policy: ArmPolicy, roster: Roster, num_steps: int, store, ke
         code, policy.gamma, policy.max_batch_tokens, threshold, cumulative, slo_ms, lagged, stop_at_finish,
         num_steps, remaining, roster.context, join, steps, base, end, start, store.lag_steps, store.conf,
         store.true_accepted, policy.prior_conf, (grid, draft_spec), cost, priced, plans_draft, price_verify,
-        (grid, price_draft_spec))
+        (grid, price_draft_spec), verified_by_length)
+    verify = policy.verify_tokens(lengths) if policy.tree is not None else None
     block = Block(lengths, accepted, emitted, active, context, num_exact, policy.gamma,
-                  (draft_len, num_drafting) if plans_draft else None, totals=totals)
+                  (draft_len, num_drafting) if plans_draft else None, verify, totals=totals)
     if priced:
         block.priced = (verify_s, draft_s)
     return block

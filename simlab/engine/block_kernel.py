@@ -38,7 +38,7 @@ ADAPTIVE = REGISTRY["adaptive"].block_code
 @njit(cache=True)
 def run_block(scheduler, gamma, max_batch_tokens, threshold, cumulative, slo_ms, lagged, stop_at_finish, num_steps,
               remaining, context, join, steps, base, end, start, lag_steps, store_conf, store_accepted, prior_conf,
-              draft, cost, priced, plans_draft, price_cost, price_draft):
+              draft, cost, priced, plans_draft, price_cost, price_draft, verified_by_length):
     """Step a roster through up to K = ``num_steps`` steps.
 
     Per request r (N rows): ``remaining`` tokens to emit, ``context`` KV tokens held, ``join`` its first decoding
@@ -52,7 +52,8 @@ def run_block(scheduler, gamma, max_batch_tokens, threshold, cumulative, slo_ms,
     ``threshold`` and ``cumulative`` are the threshold scheduler's, ``slo_ms`` adaptive's TPOT limit (0: none).
     With ``stop_at_finish`` the block ends after the first step in which a request emits its last token. With
     ``priced`` each step's decode part is priced as the cost model prices it: verify seconds from ``price_cost``
-    (a verify spec) and draft seconds from ``price_draft`` (as ``draft``; the plan's when ``plans_draft``).
+    (a verify spec) and draft seconds from ``price_draft`` (as ``draft``; the plan's when ``plans_draft``). A
+    request that may verify ℓ positions verifies ``verified_by_length[ℓ]`` draft tokens (ℓ; a tree's nodes).
     Returns lengths, accepted and emitted [K, N], active [K, N], the decode part's total context [K], the draft
     plan (draft length [K], requests drafting [K]; adaptive only), the exact steps, the verify and draft seconds
     [K] (zeros unless ``priced``), per step the requests decoding, the positions verified and those accepted [K],
@@ -153,7 +154,7 @@ def run_block(scheduler, gamma, max_batch_tokens, threshold, cumulative, slo_ms,
         for r in range(num_rows):
             length = step_lengths[0, r]
             lengths[k, r] = length
-            verified += length
+            verified += verified_by_length[length]
             if active[k, r]:
                 count = min(true_accepted[r], length)
                 accepted[k, r] = count
@@ -194,4 +195,4 @@ def load() -> None:
         for lagged in (False, True):
             run_block(code, 2, 3, 0.5, False, slo_ms, lagged, lagged, 2, remaining, zeros, zeros, zeros, zeros, end,
                       zeros, 1, conf, true_accepted, conf[0], (np.ones((3, 3)), np.zeros(0)), table, lagged,
-                      code == ADAPTIVE, table, (np.ones((3, 3)), np.zeros(0)))
+                      code == ADAPTIVE, table, (np.ones((3, 3)), np.zeros(0)), np.arange(3))

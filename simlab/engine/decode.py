@@ -108,16 +108,17 @@ class ArmPolicy:
         numpy block): a chain drafter with drawn outcomes whose scheduler is ``fixed`` or ``threshold``, or
         ``hardware_aware``, ``async_topk``, ``oracle``, ``goodput`` or ``adaptive`` (with or without ``slo_tpot_ms``) on a
         cost model whose verify seconds compiled code prices (and, for the last two, whose draft seconds it prices:
-        a draft cost that ignores context, or a roofline's drafter)."""
+        a draft cost that ignores context, or a roofline's drafter); or a draft tree with drawn outcomes (always
+        ``fixed``)."""
         if not self._kernel:
             self._kernel.append(self._block_kernel())
         return self._kernel[0]
 
     def _block_kernel(self) -> Optional[tuple]:
-        if self.gamma == 0 or self.replay is not None or self.tree is not None or self.scheduler is None:
+        if self.gamma == 0 or self.replay is not None or self.scheduler is None:
             return None
         entry, params = self.scheduler.entry, self.scheduler.params
-        if entry.block_code is None:
+        if entry.block_code is None or (self.tree is not None and entry.reads_verify_cost):
             return None
         cost = self.cost.verify_kernel() if entry.reads_verify_cost else _NO_COST
         draft = _GRID_DRAFT  # a draft cost that ignores context is read from draft_grid
@@ -126,14 +127,17 @@ class ArmPolicy:
         if cost is None or draft is None:
             return None
         return (entry.block_code, float(params.get("threshold", 0.0)), bool(params.get("cumulative", False)),
-                float(params.get("slo_tpot_ms") or 0.0), self.lag_steps > 0, cost, draft, self._price_kernel())
+                float(params.get("slo_tpot_ms") or 0.0), self.lag_steps > 0, cost, draft, self._price_kernel(),
+                np.asarray(self.verify_tokens(np.arange(self.gamma + 1)), dtype=np.int64))
 
     def _price_kernel(self) -> Optional[tuple]:
         """What compiled code needs to price a step as :meth:`draft_s` (or :meth:`planned_draft_s`) and the cost
         model's ``verify_s`` do: the verify spec and the drafter's spec (empty: the draft grid prices it), or
         None where compiled code cannot price them."""
         verify = self.cost.verify_kernel()
-        draft = self.cost.draft_kernel(self.method) if self.cost.draft_reads_context else _GRID_DRAFT
+        draft = _GRID_DRAFT  # the draft grid (a tree's draft too)
+        if self.cost.draft_reads_context:  # a roofline's drafter; a tree's is priced in numpy
+            draft = self.cost.draft_kernel(self.method) if self.tree is None else None
         return None if verify is None or draft is None else (verify, draft)
 
     @property
