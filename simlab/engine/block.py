@@ -195,18 +195,18 @@ def _compiled_block(policy: ArmPolicy, roster: Roster, num_steps: int, store, ke
     first = np.minimum(steps, last_step)
     last = np.minimum(np.maximum(steps + (num_steps - 1) - join, steps), last_step)
     base, end, start = store.ready(roster.request_id, first, last, remaining, num_steps == 1)
-    # a draft cost that ignores context: its seconds by draft length and requests drafting (else the spec prices it)
-    reads_grid = policy.scheduler.entry.reads_draft_cost and draft_spec.size == 0
     priced = price is not None
-    price_verify, price_draft_spec = price if priced else (cost, _NO_SPEC)
-    grid = policy.draft_grid(len(roster)) if reads_grid or (priced and price_draft_spec.size == 0) else _NO_DRAFT
+    if priced:  # the model's own specs: equal to the scheduler's where it reads them
+        cost, draft_spec = price
+    # a draft cost that ignores context: its seconds by draft length and requests drafting (else the spec prices it)
+    reads_grid = (priced or policy.scheduler.entry.reads_draft_cost) and draft_spec.size == 0
+    grid = policy.draft_grid(len(roster)) if reads_grid else _NO_DRAFT
     plans_draft = policy.scheduler.plans_draft
     (lengths, accepted, emitted, active, context, draft_len, num_drafting, num_exact, verify_s, draft_s,
      totals) = run_block(
         code, policy.gamma, policy.max_batch_tokens, threshold, cumulative, slo_ms, lagged, stop_at_finish,
         num_steps, remaining, roster.context, join, steps, base, end, start, store.lag_steps, store.conf,
-        store.true_accepted, policy.prior_conf, (grid, draft_spec), cost, priced, plans_draft, price_verify,
-        (grid, price_draft_spec), verified_by_length)
+        store.true_accepted, policy.prior_conf, (grid, draft_spec), cost, priced, plans_draft, verified_by_length)
     verify = policy.verify_tokens(lengths) if policy.tree is not None else None
     block = Block(lengths, accepted, emitted, active, context, num_exact, policy.gamma,
                   (draft_len, num_drafting) if plans_draft else None, verify, totals=totals)
@@ -216,7 +216,6 @@ def _compiled_block(policy: ArmPolicy, roster: Roster, num_steps: int, store, ke
 
 
 _NO_DRAFT = np.zeros((1, 1))
-_NO_SPEC = np.zeros(0)
 
 
 class _Inputs:

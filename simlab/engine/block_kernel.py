@@ -38,7 +38,7 @@ ADAPTIVE = REGISTRY["adaptive"].block_code
 @njit(cache=True)
 def run_block(scheduler, gamma, max_batch_tokens, threshold, cumulative, slo_ms, lagged, stop_at_finish, num_steps,
               remaining, context, join, steps, base, end, start, lag_steps, store_conf, store_accepted, prior_conf,
-              draft, cost, priced, plans_draft, price_cost, price_draft, verified_by_length):
+              draft, cost, priced, plans_draft, verified_by_length):
     """Step a roster through up to K = ``num_steps`` steps.
 
     Per request r (N rows): ``remaining`` tokens to emit, ``context`` KV tokens held, ``join`` its first decoding
@@ -51,8 +51,8 @@ def run_block(scheduler, gamma, max_batch_tokens, threshold, cumulative, slo_ms,
     ``cost`` the cost model's verify spec (:mod:`simlab.hardware.cost_spec`);
     ``threshold`` and ``cumulative`` are the threshold scheduler's, ``slo_ms`` adaptive's TPOT limit (0: none).
     With ``stop_at_finish`` the block ends after the first step in which a request emits its last token. With
-    ``priced`` each step's decode part is priced as the cost model prices it: verify seconds from ``price_cost``
-    (a verify spec) and draft seconds from ``price_draft`` (as ``draft``; the plan's when ``plans_draft``). A
+    ``priced`` each step's decode part is priced as the cost model prices it: verify seconds from ``cost`` and
+    draft seconds from ``draft`` (the plan's when ``plans_draft``), which then are the model's specs. A
     request that may verify ℓ positions verifies ``verified_by_length[ℓ]`` draft tokens (ℓ; a tree's nodes).
     Returns lengths, accepted and emitted [K, N], active [K, N], the decode part's total context [K], the draft
     plan (draft length [K], requests drafting [K]; adaptive only), the exact steps, the verify and draft seconds
@@ -83,6 +83,7 @@ def run_block(scheduler, gamma, max_batch_tokens, threshold, cumulative, slo_ms,
     num_verified = np.zeros(num_steps, dtype=np.int64)
     num_accepted = np.zeros(num_steps, dtype=np.int64)
     finish = np.full(num_rows, num_steps, dtype=np.int64)
+    exact = num_steps
     for k in range(num_steps):
         anchors = 0
         step_context = 0
@@ -110,13 +111,14 @@ def run_block(scheduler, gamma, max_batch_tokens, threshold, cumulative, slo_ms,
                 anchors += 1
                 step_context += context[r] + before[r]
                 row_len[0, r] = min(left - 1, gamma)
-                if min(k - join[r], remaining[r] - 1) >= end[r] - min(steps[r], steps[r] + remaining[r] - 1):
+                if own >= end[r]:  # past the draws it holds
                     undrawn = True
             else:
                 row_len[0, r] = 0
         if undrawn:
             active[k] = False
-            return lengths, accepted, emitted, active, total_context, plan_len, plan_num, k, verify_s, draft_s, (num_active, num_verified, num_accepted, finish)
+            exact = k
+            break
         total_context[k] = step_context
         budget[0] = max(max_batch_tokens - anchors, 0)
         batch = max(anchors, 1)
@@ -168,17 +170,17 @@ def run_block(scheduler, gamma, max_batch_tokens, threshold, cumulative, slo_ms,
         num_verified[k] = verified
         num_accepted[k] = step_accepted
         if priced and anchors > 0:
-            verify_s[k] = cost_kernel.verify_s(price_cost, anchors + verified, float(step_context), batch)
+            verify_s[k] = cost_kernel.verify_s(cost, anchors + verified, float(step_context), batch)
             if plans_draft:
-                draft_s[k] = cost_kernel.planned_draft_s(price_draft, plan_len[k], plan_num[k], anchors,
+                draft_s[k] = cost_kernel.planned_draft_s(draft, plan_len[k], plan_num[k], anchors,
                                                          float(step_context))
             else:
-                draft_s[k] = cost_kernel.full_draft_s(price_draft, gamma, anchors, float(step_context))
+                draft_s[k] = cost_kernel.full_draft_s(draft, gamma, anchors, float(step_context))
         if finished and stop_at_finish:
-            return lengths, accepted, emitted, active, total_context, plan_len, plan_num, k + 1, verify_s, draft_s, (
-                num_active, num_verified, num_accepted, finish)
-    return lengths, accepted, emitted, active, total_context, plan_len, plan_num, num_steps, verify_s, draft_s, (
-        num_active, num_verified, num_accepted, finish)
+            exact = k + 1
+            break
+    totals = (num_active, num_verified, num_accepted, finish)
+    return lengths, accepted, emitted, active, total_context, plan_len, plan_num, exact, verify_s, draft_s, totals
 
 
 def load() -> None:
@@ -195,4 +197,4 @@ def load() -> None:
         for lagged in (False, True):
             run_block(code, 2, 3, 0.5, False, slo_ms, lagged, lagged, 2, remaining, zeros, zeros, zeros, zeros, end,
                       zeros, 1, conf, true_accepted, conf[0], (np.ones((3, 3)), np.zeros(0)), table, lagged,
-                      code == ADAPTIVE, table, (np.ones((3, 3)), np.zeros(0)), np.arange(3))
+                      code == ADAPTIVE, np.arange(3))

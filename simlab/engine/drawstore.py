@@ -86,7 +86,7 @@ class DrawStore:
             near = end - first < needed + TOP_UP_WITHIN
             self._extend(request_ids[near], first[near], remaining[near], np.broadcast_to(needed, near.shape)[near])
             end = self.end[request_ids]
-        return self.row0[request_ids], end, self.start[request_ids] if self.lag_steps else end
+        return self.row0[request_ids], end, self.start[request_ids]
 
     def _rate(self, request_ids: np.ndarray, first: np.ndarray, remaining: np.ndarray) -> np.ndarray:
         """Tokens per step each request is expected to emit: so far, or (before its first step) from its logits."""
