@@ -184,13 +184,7 @@ def _check_prices(policy, block):
         return
     assert block.priced is not None
     exact = block.num_exact
-    anchors, context = block.anchors[:exact], block.context[:exact].astype(float)
-    verify_s = np.where(anchors > 0, policy.cost.verify_s(block.batch_tokens[:exact], context,
-                                                          np.maximum(anchors, 1)), 0.0)
-    if block.plan is not None:
-        draft_s = policy.planned_draft_s(block.plan[0][:exact], block.plan[1][:exact], anchors, context)
-    else:
-        draft_s = policy.draft_s(anchors, context)
+    verify_s, draft_s = block.numpy_prices(policy, policy.cost, exact)
     assert np.array_equal(block.priced[0][:exact], verify_s)
     assert np.array_equal(block.priced[1][:exact], draft_s)
 
@@ -363,3 +357,24 @@ def test_simulations_on_a_roofline_are_the_same_with_and_without_the_compiled_bl
                   "scheduler": {"kind": "adaptive", "slo_tpot_ms": 30.0}}],
     }
     _same_without_the_compiled_block(write_scenario(tmp_path, data), monkeypatch)
+
+
+def test_steps_timed_by_another_model_than_the_policys_are_priced_with_it(tmp_path):
+    """Validation schedules with one model and times steps with another: compiled prices (the policy's model)
+    are used only when the timing model is the policy's."""
+    from simlab.config.hardware import RooflineHardware
+    from simlab.hardware import build_cost_model
+
+    timing = build_cost_model(RooflineHardware(kind="roofline", **ROOFLINES["qwen3-8b-h100-vllm"]),
+                              base_dir=tmp_path, file=None)
+    store, roster = _case(np.random.default_rng(4), 17, 5, ties=False)
+    policy = _policy("hardware_aware", 5, 16_384)
+    block = plan_block(policy, roster, 12, store)
+    exact = block.num_exact
+    assert block.priced is not None
+    own = block.prices(policy, policy.cost, exact)
+    assert np.array_equal(own[0], block.priced[0][:exact])
+    other = block.prices(policy, timing, exact)
+    assert np.array_equal(other[0], block.numpy_prices(policy, timing, exact)[0])
+    assert not np.array_equal(other[0], own[0])  # the roofline prices these steps otherwise
+    assert np.array_equal(other[1], own[1])  # the draft is the policy's either way

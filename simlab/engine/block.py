@@ -100,6 +100,24 @@ class Block:
         draft_len, num_drafting = self.plan
         return np.where(num_drafting[:count] > 0, draft_len[:count], 0)
 
+    def prices(self, policy: ArmPolicy, cost, count: int) -> tuple[np.ndarray, np.ndarray]:
+        """Verify and draft seconds [count] of the decode part of the first ``count`` steps, verify timed by
+        ``cost``: compiled code's prices where it priced them with that model (the policy's own), else
+        :meth:`numpy_prices` (validation times steps with another model than the one its scheduler reads)."""
+        if self.priced is not None and cost is policy.cost:
+            return self.priced[0][:count], self.priced[1][:count]
+        return self.numpy_prices(policy, cost, count)
+
+    def numpy_prices(self, policy: ArmPolicy, cost, count: int) -> tuple[np.ndarray, np.ndarray]:
+        """``cost``'s verify seconds and the policy's drafter's seconds of the first ``count`` steps, in numpy
+        (nothing where nobody decodes)."""
+        anchors, context = self.anchors[:count], self.context[:count].astype(float)
+        verify_s = np.where(anchors > 0, cost.verify_s(self.batch_tokens[:count], context, np.maximum(anchors, 1)),
+                            0.0)
+        if self.plan is not None:
+            return verify_s, policy.planned_draft_s(self.plan[0][:count], self.plan[1][:count], anchors, context)
+        return verify_s, policy.draft_s(anchors, context)
+
     def step_accepted(self, count: int) -> np.ndarray:
         """[count] positions accepted at each step."""
         if self.accepted_tokens is not None:

@@ -194,16 +194,7 @@ class Replica:
         anchors = block.anchors[:exact]
         decode_tokens = block.batch_tokens[:exact]
         context = block.context[:exact].astype(float)
-        if block.priced is not None:  # by compiled code, as below
-            verify_s, draft_s = block.priced[0][:exact], block.priced[1][:exact]
-        else:
-            requests = np.maximum(anchors, 1)
-            verify_s = np.where(anchors > 0, cost.verify_s(decode_tokens, context, requests), 0.0)
-            if policy.scheduler is not None and policy.scheduler.plans_draft:
-                draft_len, num_drafting = block.plan
-                draft_s = policy.planned_draft_s(draft_len[:exact], num_drafting[:exact], anchors, context)
-            else:
-                draft_s = policy.draft_s(anchors, context)
+        verify_s, draft_s = block.prices(policy, cost, exact)
         step_s = draft_s + verify_s
         late = prefill is None  # prefill chunks handed out after planning the decode part
         if late:
