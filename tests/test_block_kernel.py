@@ -234,14 +234,14 @@ def test_which_arms_the_compiled_block_serves(tmp_path):
     from simlab.hardware import build_cost_model
 
     hw = _policy("hardware_aware", 5, 8192)
-    assert hw.block_kernel()[0] == 1
-    assert _policy("fixed", 5, 8192).block_kernel()[0] == 0
+    assert hw.block_kernel().code == 1
+    assert _policy("fixed", 5, 8192).block_kernel().code == 0
     roofline = build_cost_model(RooflineHardware(kind="roofline", gpu="h100-sxm", model="qwen3-8b"),
                                 base_dir=tmp_path, file=None)
     on_roofline = ArmPolicy("dspark", 5, make_scheduler("hardware_aware"), None, roofline, 8192, np.full(5, 0.5))
-    assert on_roofline.block_kernel()[5] is roofline.verify_kernel()  # compiled code prices the roofline
+    assert on_roofline.block_kernel().cost is roofline.verify_kernel()  # compiled code prices the roofline
     goodput_on_roofline = ArmPolicy("dspark", 5, make_scheduler("goodput"), None, roofline, 8192, np.full(5, 0.5))
-    assert goodput_on_roofline.block_kernel()[6].size > 0  # a drafter that reads context: compiled code prices it
+    assert goodput_on_roofline.block_kernel().draft.size > 0  # a drafter that reads context: compiled code prices it
     deepseek = build_cost_model(RooflineHardware(kind="roofline", gpu="h200", model="deepseek-v3", precision="fp8",
                                                  tensor_parallel=8), base_dir=tmp_path, file=None)
     assert ArmPolicy("mtp", 1, make_scheduler("goodput"), None, deepseek, 8192,
@@ -252,9 +252,9 @@ def test_which_arms_the_compiled_block_serves(tmp_path):
                      np.full(5, 0.5)).block_kernel() is None  # compressed attention: not compiled
     fixed_on_roofline = ArmPolicy("dspark", 5, make_scheduler("fixed"), None, roofline, 8192, np.full(5, 0.5))
     assert fixed_on_roofline.block_kernel() is not None  # fixed reads no cost
-    verify_spec, draft_spec = fixed_on_roofline.block_kernel()[7]  # but its steps are priced in compiled code
+    verify_spec, draft_spec = fixed_on_roofline.block_kernel().price  # but its steps are priced in compiled code
     assert verify_spec is roofline.verify_kernel() and draft_spec.size > 0
-    assert hw.block_kernel()[7][1].size == 0  # a table's drafter: the draft grid prices it
+    assert hw.block_kernel().price[1].size == 0  # a table's drafter: the draft grid prices it
     threshold_on_roofline = ArmPolicy("dspark", 5, make_scheduler("threshold", threshold=0.5), None, roofline,
                                       8192, np.full(5, 0.5))
     assert threshold_on_roofline.block_kernel() is not None
@@ -263,7 +263,7 @@ def test_which_arms_the_compiled_block_serves(tmp_path):
     assert _policy("adaptive", 5, 8192).block_kernel() is not None
     with_slo = ArmPolicy("dspark", 5, make_scheduler("adaptive", slo_tpot_ms=20.0), None, CONTEXT_TABLE, 8192,
                          np.full(5, 0.5))
-    assert with_slo.block_kernel()[0] == 6 and with_slo.block_kernel()[3] == 20.0  # adaptive with its TPOT limit
+    assert with_slo.block_kernel().code == 6 and with_slo.block_kernel().slo_ms == 20.0  # adaptive with its TPOT limit
     assert ArmPolicy("none", 0, None, None, CONTEXT_TABLE, 8192, np.zeros(0)).block_kernel() is None
 
 

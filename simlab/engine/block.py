@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from simlab.engine.decode import ArmPolicy, DecodeSet
+from simlab.engine.decode import ArmPolicy, BlockKernel, DecodeSet
 from simlab.schedulers.step_inputs import schedule_inputs
 
 MAX_PASSES = 3
@@ -199,13 +199,12 @@ def plan_block(policy: ArmPolicy, roster: Roster, num_steps: int, store=None, *,
     return Block(lengths, accepted, emitted, active, actual_context, num_exact, policy.gamma, plan, verify)
 
 
-def _compiled_block(policy: ArmPolicy, roster: Roster, num_steps: int, store, kernel: tuple,
+def _compiled_block(policy: ArmPolicy, roster: Roster, num_steps: int, store, kernel: BlockKernel,
                     stop_at_finish: bool) -> Block:
     """The block stepped in order by compiled code (:mod:`simlab.engine.block_kernel`), which reads the draws
     from the store's rows."""
     from simlab.engine.block_kernel import run_block
 
-    # verified_by_length: draft tokens verified by a request that may verify l positions (a tree's nodes)
     code, threshold, cumulative, slo_ms, lagged, cost, draft_spec, price, verified_by_length = kernel
     steps, remaining, join = roster.steps, roster.remaining, roster.join
     # the first and the last decode step of each request the block may reach (see plan_block's own_step)

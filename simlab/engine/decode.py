@@ -3,13 +3,27 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import NamedTuple, Optional
 
 import numpy as np
 
 from simlab.acceptance.draws import ArmDraws
 from simlab.hardware.cost_spec import table_spec
 from simlab.schedulers import Scheduler
+
+
+class BlockKernel(NamedTuple):
+    """What compiled code needs to step an arm's blocks (:meth:`ArmPolicy.block_kernel`)."""
+
+    code: int  # the scheduler's block code (the registry's)
+    threshold: float  # threshold's
+    cumulative: bool  # threshold's
+    slo_ms: float  # adaptive's TPOT limit (0: none)
+    lagged: bool  # the scheduler reads confidences lag_steps earlier
+    cost: tuple  # the verify spec the scheduler reads (a placeholder when it reads none)
+    draft: np.ndarray  # the drafter's spec the scheduler reads (empty: the draft grid, or none read)
+    price: Optional[tuple]  # (verify spec, draft spec) pricing every step, or None: priced in numpy
+    verified_by_length: np.ndarray  # [γ + 1] draft tokens verified when a request may verify ℓ (a tree's nodes)
 
 
 @dataclass(frozen=True)
@@ -103,7 +117,7 @@ class ArmPolicy:
         """The most tokens a decoding request puts in one step: its own and every draft token it may verify."""
         return 1 + (self.tree.num_nodes if self.tree is not None else self.gamma)
 
-    def block_kernel(self) -> Optional[tuple]:
+    def block_kernel(self) -> Optional[BlockKernel]:
         """What compiled code needs to step this arm's blocks (:mod:`simlab.engine.block_kernel`), or None (the
         numpy block): a chain drafter with drawn outcomes whose scheduler is ``fixed`` or ``threshold``, or
         ``hardware_aware``, ``async_topk``, ``oracle``, ``goodput`` or ``adaptive`` (with or without ``slo_tpot_ms``) on a
@@ -114,7 +128,7 @@ class ArmPolicy:
             self._kernel.append(self._block_kernel())
         return self._kernel[0]
 
-    def _block_kernel(self) -> Optional[tuple]:
+    def _block_kernel(self) -> Optional[BlockKernel]:
         if self.gamma == 0 or self.replay is not None or self.scheduler is None:
             return None
         entry, params = self.scheduler.entry, self.scheduler.params
@@ -126,9 +140,10 @@ class ArmPolicy:
             draft = self.cost.draft_kernel(self.method)
         if cost is None or draft is None:
             return None
-        return (entry.block_code, float(params.get("threshold", 0.0)), bool(params.get("cumulative", False)),
-                float(params.get("slo_tpot_ms") or 0.0), self.lag_steps > 0, cost, draft, self._price_kernel(),
-                np.asarray(self.verify_tokens(np.arange(self.gamma + 1)), dtype=np.int64))
+        return BlockKernel(
+            entry.block_code, float(params.get("threshold", 0.0)), bool(params.get("cumulative", False)),
+            float(params.get("slo_tpot_ms") or 0.0), self.lag_steps > 0, cost, draft, self._price_kernel(),
+            np.asarray(self.verify_tokens(np.arange(self.gamma + 1)), dtype=np.int64))
 
     def _price_kernel(self) -> Optional[tuple]:
         """What compiled code needs to price a step as :meth:`draft_s` (or :meth:`planned_draft_s`) and the cost
