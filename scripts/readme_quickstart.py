@@ -64,9 +64,9 @@ def table_text(arms: dict[str, dict]) -> str:
     return "\n".join([line([h[0] for h in headers]), line([h[1] for h in headers]), *map(line, rows)])
 
 
-def prose_text(arms: dict[str, dict], unpadded: dict, slo_tpot_ms: float = 25.0) -> str:
+def prose_text(arms: dict[str, dict], staircase: dict, slo_tpot_ms: float = 25.0) -> str:
     """What the table shows, in words, every number read from ``arms`` (the same run as the table) and from
-    ``unpadded``, the hardware-aware arm on the same profile without its CUDA-graph buckets."""
+    ``staircase``, the hardware-aware arm reading the steps' own CUDA-graph staircase (``sps: staircase``)."""
     none, fixed, hw, oracle = (arms[k] for k in ("no-spec", "dspark-fixed", "dspark-hw", "dspark-oracle"))
     best_name = max(ADAPTIVE_ARMS, key=lambda k: arms[k]["median_user_tok_s"])
     best = arms[best_name]
@@ -84,14 +84,14 @@ def prose_text(arms: dict[str, dict], unpadded: dict, slo_tpot_ms: float = 25.0)
         f"fewer drafts as the batch grows, `async_topk`, `goodput` and `adaptive`, give {_span(lo, hi)} tokens/s "
         f"and {best['request_goodput']:.2f} requests/s of goodput ({best_name} is highest), "
         f"{gap:.0%} below the oracle that knows which drafts will be accepted ({oracle['median_user_tok_s']:.0f}).",
-        f"The hardware-aware scheduler (Algorithm 1) collapses here: it verifies "
-        f"{hw['mean_verify_tokens_per_request_step']:.2f} drafts per request and step and the median user gets "
-        f"{hw['median_user_tok_s']:.0f} tokens/s, below no speculation. Algorithm 1 walks the verify path and stops "
-        "at the first candidate that does not raise its throughput objective; with CUDA-graph buckets the step cost "
-        "jumps at every bucket edge, so at an edge the next token looks like a loss and the walk stops. On the same "
-        f"profile without its buckets it verifies {unpadded['mean_verify_tokens_per_request_step']:.2f} drafts and "
-        f"gives {unpadded['median_user_tok_s']:.0f} tokens/s. `async_topk` and `goodput` take the best point of the "
-        "whole path and step past the edges; `adaptive` plans the draft length over the same path.",
+        f"The hardware-aware scheduler (Algorithm 1) reads the step-cost curve vLLM hands its adaptive verification "
+        f"(`sps`, docs/schedulers.md): it verifies {hw['mean_verify_tokens_per_request_step']:.2f} drafts per "
+        f"request and step and the median user gets {hw['median_user_tok_s']:.0f} tokens/s. Reading the steps' own "
+        "CUDA-graph staircase instead (`sps: staircase`, a what-if), it collapses: the step cost jumps at every "
+        "bucket edge, so at an edge the next token looks like a loss and the walk stops; it then verifies "
+        f"{staircase['mean_verify_tokens_per_request_step']:.2f} drafts and gives "
+        f"{staircase['median_user_tok_s']:.0f} tokens/s. `async_topk` and `goodput` take the best point of the "
+        "whole path and step past the edges either way; `adaptive` plans the draft length over the same path.",
     ]
     tree, chain = arms.get("eagle3-tree"), arms.get("eagle3-fixed")
     if tree is not None and chain is not None:
@@ -105,18 +105,15 @@ def prose_text(arms: dict[str, dict], unpadded: dict, slo_tpot_ms: float = 25.0)
     return "\n\n".join(textwrap.fill(line, width=116) for line in lines)
 
 
-def unpadded_hardware_aware(jobs: int | None = None) -> dict:
-    """The quickstart's hardware-aware arm on its profile with the CUDA-graph buckets removed (same costs)."""
+def staircase_hardware_aware(jobs: int | None = None) -> dict:
+    """The quickstart's hardware-aware arm reading the steps' own CUDA-graph staircase (``sps: staircase``)."""
     import yaml
 
-    from simlab.hardware.profiles import shipped_profiles
     from simlab.runner import run_scenario
 
     data = yaml.safe_load(SCENARIO.read_text(encoding="utf-8"))
-    hardware = yaml.safe_load(shipped_profiles()[data["hardware"]].read_text(encoding="utf-8"))
-    hardware.pop("cuda_graph_buckets", None)
-    data["hardware"] = hardware
-    data["arms"] = [arm for arm in data["arms"] if arm["name"] == "dspark-hw"]
+    data["arms"] = [{**arm, "scheduler": {**arm["scheduler"], "sps": "staircase"}}
+                    for arm in data["arms"] if arm["name"] == "dspark-hw"]
     return next(iter(run_scenario(data, plot=False).arms.values()))
 
 
@@ -201,7 +198,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.check:
         arms = quickstart_arms()
         fresh = table_text(arms)
-        if readme_table(text) != fresh or readme_prose(text) != prose_text(arms, unpadded_hardware_aware()):
+        if readme_table(text) != fresh or readme_prose(text) != prose_text(arms, staircase_hardware_aware()):
             print("README.md's quickstart table or prose is stale; run scripts/readme_quickstart.py. Fresh table:\n"
                   + fresh, file=sys.stderr)
             return 1
@@ -215,7 +212,7 @@ def main(argv: list[str] | None = None) -> int:
     from simlab.common.outputs import write_file_atomic
 
     write_file_atomic(README, head + block(table_text(arms), timing_sentence(seconds, loads)) + before
-                      + prose_block(prose_text(arms, unpadded_hardware_aware())) + after)
+                      + prose_block(prose_text(arms, staircase_hardware_aware())) + after)
     print(f"wrote {README}: {timing_sentence(seconds, loads)}")
     return 0
 

@@ -7,8 +7,13 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from simlab.common.doc_tables import replace_between  # noqa: E402
+from simlab.hardware.releases import markdown_table as releases_table  # noqa: E402
 from simlab.schedulers.registry import write_docs_table  # noqa: E402
+
 
 if __name__ == "__main__":
     changed = write_docs_table(str(REPO / "docs" / "schedulers.md"))
     print("docs/schedulers.md " + ("updated" if changed else "up to date"))
+    changed = replace_between(REPO / "docs" / "hardware.md", "releases table", releases_table())
+    print("docs/hardware.md " + ("updated" if changed else "up to date"))

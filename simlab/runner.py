@@ -12,6 +12,7 @@ from typing import Callable, Optional
 import numpy as np
 import pandas as pd
 
+from simlab.arm_engines import ArmEngines, arm_engines
 from simlab.arms import PreparedArm, check_tree_arm, domain_weights, prepare_arm
 from simlab.common.errors import InputError
 from simlab.common.version import __version__
@@ -35,6 +36,7 @@ class Built:
     kv_capacity: int
     arms: list[PreparedArm] = field(default_factory=list)
     pools: object = None  # simlab.engine.simulate.PoolSizes of a disaggregated engine
+    engines: ArmEngines = None  # the engine without speculation, and each arm's (the stack release's defaults)
 
 
 @dataclass
@@ -62,29 +64,37 @@ def build(loaded: LoadedScenario, cost: object = None) -> Built:
     requests = workload.requests
     check_coverage(spec, [(a.method, a.draft_len) for a in sc.arms if a.draft_len], list(requests.domain_names),
                    file=file)
-    engine = sc.engine
+    engines = arm_engines(sc.engine, sc.arms, cost, file)
+    engine = engines.base
+    for arm_engine in engines.by_arm:
+        _check_limits(arm_engine, file)
+    kv_capacity = _kv_capacity(engine.kv_cache_tokens, cost, file)
+    if engine.disaggregation is None:  # a request must fit alone (paged: in whole blocks); pools check their own
+        check_fits(requests.prompt_tokens + requests.output_tokens, kv_capacity, engine, what="prompt + output",
+                   where="the cache", file=file, field="engine.kv_cache_tokens", value=engine.kv_cache_tokens)
+    built = Built(loaded, workload, cost, spec, kv_capacity,
+                  pools=pool_sizes(engine, cost, kv_capacity, requests, file, [a.method for a in sc.arms]),
+                  engines=engines)
+    weights = domain_weights(requests.domain, requests.domain_names)
+    for index, arm in enumerate(sc.arms):
+        arm_engine = engines.by_arm[index]
+        if arm.tree is not None:
+            check_tree_arm(index, arm, arm_engine, cost, file)
+        built.arms.append(
+            prepare_arm(arm, spec, cost, domain_names=requests.domain_names, weights=weights,
+                        output_tokens=requests.output_tokens,
+                        max_batch_tokens=arm_engine.max_batch_tokens, seed=sc.seed)
+        )
+    return built
+
+
+def _check_limits(engine, file) -> None:
     if engine.max_num_seqs > engine.max_batch_tokens:
         raise InputError(
             "must be >= engine.max_num_seqs (every running request needs a token each step)",
             file=file, field="engine.max_batch_tokens", value=engine.max_batch_tokens,
             valid=f"an integer >= {engine.max_num_seqs}",
         )
-    kv_capacity = _kv_capacity(engine.kv_cache_tokens, cost, file)
-    if engine.disaggregation is None:  # a request must fit alone (paged: in whole blocks); pools check their own
-        check_fits(requests.prompt_tokens + requests.output_tokens, kv_capacity, engine, what="prompt + output",
-                   where="the cache", file=file, field="engine.kv_cache_tokens", value=engine.kv_cache_tokens)
-    built = Built(loaded, workload, cost, spec, kv_capacity,
-                  pools=pool_sizes(engine, cost, kv_capacity, requests, file, [a.method for a in sc.arms]))
-    weights = domain_weights(requests.domain, requests.domain_names)
-    for index, arm in enumerate(sc.arms):
-        if arm.tree is not None:
-            check_tree_arm(index, arm, engine, cost, file)
-        built.arms.append(
-            prepare_arm(arm, spec, cost, domain_names=requests.domain_names, weights=weights,
-                        output_tokens=requests.output_tokens,
-                        max_batch_tokens=engine.max_batch_tokens, seed=sc.seed)
-        )
-    return built
 
 
 def _kv_capacity(setting, cost, file) -> int:
@@ -102,13 +112,15 @@ def _kv_capacity(setting, cost, file) -> int:
 def _simulate_one(built: Built, index: int, progress: Optional[Callable[[int], None]]) -> ArmOutcome:
     prepared = built.arms[index]
     sc = built.loaded.scenario
+    engine = built.engines.by_arm[index]
     requests = built.workload.requests
-    result = simulate_arm(built.workload, built.cost, sc.engine, prepared.policy, built.kv_capacity, progress,
+    result = simulate_arm(built.workload, built.cost, engine, prepared.policy, built.kv_capacity, progress,
                           built.pools)
-    num_gpus = sc.engine.num_replicas * gpus_per_replica(built.cost.describe())  # both pools when disaggregated
-    capacity = built.kv_capacity if built.pools is None else built.pools.capacity_by_replica(sc.engine)
+    num_gpus = engine.num_replicas * gpus_per_replica(built.cost.describe())  # both pools when disaggregated
+    capacity = built.kv_capacity if built.pools is None else built.pools.capacity_by_replica(engine)
     metrics = summarise(result, requests.prompt_tokens, requests.output_tokens, prepared.arm.draft_len, sc.slo,
-                        kv_capacity=capacity, prefix_caching=sc.engine.prefix_caching, num_gpus=num_gpus)
+                        kv_capacity=capacity, prefix_caching=engine.prefix_caching, num_gpus=num_gpus)
+    metrics["engine"] = built.engines.described[index].describe()
     scheduler = prepared.policy.scheduler
     metrics["realisable"] = scheduler is None or scheduler.entry.realisable
     metrics["lossless"] = scheduler.lossless if scheduler is not None else True
@@ -116,7 +128,7 @@ def _simulate_one(built: Built, index: int, progress: Optional[Callable[[int], N
         metrics["confidence"] = prepared.confidence
     log = result.log
     metrics["warnings"] = overload_warnings(log.arrival_s, log.first_token_s, log.finish_s, log.replica,
-                                            max_num_seqs=sc.engine.max_num_seqs,
+                                            max_num_seqs=engine.max_num_seqs,
                                             open_loop=built.workload.closed_loop is None)
     name = prepared.arm.label
     ids = np.arange(len(requests))

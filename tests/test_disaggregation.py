@@ -127,7 +127,8 @@ def lone_request(tmp_path, prompt: int, output: int, gamma_arm: dict, split_: di
     trace = tmp_path / "one.csv"
     trace.write_text(f"arrival,prompt_tokens,output_tokens\n0.25,{prompt},{output}\n", encoding="utf-8")
     return {"name": "lone", "seed": 3, "workload": {"kind": "trace", "path": str(trace)}, "hardware": hardware,
-            "engine": {"max_num_seqs": 8, "max_batch_tokens": 4096, "disaggregation": split_},
+            "engine": {"max_num_seqs": 8, "max_batch_tokens": 4096, "kv_policy": "reserve",  # KV held in tokens
+                       "disaggregation": split_},
             "acceptance": {"kind": "preset", "name": "qwen3-8b"},
             "arms": [{"name": "no-spec", "method": "none"}, gamma_arm]}
 

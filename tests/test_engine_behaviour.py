@@ -181,7 +181,7 @@ def test_little_law_and_conservation_on_every_kind_of_run(tmp_path):
 
 def test_limits_hold_at_every_step(tmp_path):
     data = mixed_scenario(engine={"max_num_seqs": 6, "max_batch_tokens": 64, "prefill_chunk_tokens": 48,
-                                  "kv_cache_tokens": 9000})
+                                  "kv_cache_tokens": 9000, "kv_policy": "reserve"})  # not the stack's paged KV
     outcomes = simulate(write_scenario(tmp_path, data))
     for outcome in outcomes.values():
         steps = outcome.steps

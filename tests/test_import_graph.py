@@ -17,12 +17,13 @@ FLOORS = {
     "config": 2,
     "workload": 3, "hardware": 3, "acceptance": 3, "results": 3, "audit": 3,
     "engine": 4,
-    "runner": 5,  # the composition root: runner.py, arms.py, pools.py, progress.py
+    "runner": 5,  # the composition root: runner.py, arms.py, arm_engines.py, pools.py, progress.py
     "real": 6,
     "studies": 7, "simlab": 7,  # simlab: the package's own __init__ (the library API)
     "cli": 8,  # cli.py and __main__.py
 }
-ROOT_MODULES = {"runner": "runner", "arms": "runner", "pools": "runner", "progress": "runner", "cli": "cli",
+ROOT_MODULES = {"runner": "runner", "arms": "runner", "arm_engines": "runner", "pools": "runner", "progress": "runner",
+                "cli": "cli",
                 "__main__": "cli"}
 
 

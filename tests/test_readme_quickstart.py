@@ -20,7 +20,7 @@ def test_readme_quickstart_table_and_its_prose_are_current():
     assert script.readme_table(readme) == script.table_text(arms), \
         "README.md's quickstart table is stale: run python scripts/readme_quickstart.py"
     # every number the prose gives comes from the same run as the table
-    assert script.readme_prose(readme) == script.prose_text(arms, script.unpadded_hardware_aware()), \
+    assert script.readme_prose(readme) == script.prose_text(arms, script.staircase_hardware_aware()), \
         "README.md's quickstart prose is stale: run python scripts/readme_quickstart.py"
 
 

@@ -108,6 +108,8 @@ class RooflineHardware(StrictModel):
     """A roofline model: a GPU spec x a model config (see ``simlab profiles list`` and docs/hardware.md).
 
     ``stack`` is the serving engine the model stands for (its step overheads, attention kernel, CUDA-graph sizes),
+    ``stack_version`` its release (:mod:`simlab.hardware.releases`: the engine defaults and what changes under
+    speculation; left out, the newest release simlab knows),
     ``precision`` the format of the decoder layers' weights and ``kv_precision`` the KV cache's;
     ``expert_precision`` (a mixture of experts) the routed experts' when they ship in another (DeepSeek-V4: mxfp4). ``calibration``
     picks the efficiencies: ``auto`` (the default) the GPU's fit to public measurements for that stack, ``none``
@@ -122,6 +124,7 @@ class RooflineHardware(StrictModel):
     gpu: str
     model: str
     stack: Literal["vllm", "sglang", "trtllm", "eager"] = "vllm"
+    stack_version: Optional[str] = Field(default=None, min_length=1, max_length=40)
     precision: Literal["bf16", "fp8", "fp4"] = "bf16"
     kv_precision: Literal["bf16", "fp8"] = "bf16"
     expert_precision: Optional[Literal["bf16", "fp8", "fp4", "mxfp4"]] = None
@@ -157,7 +160,7 @@ class RooflineHardware(StrictModel):
         # left out, expert_precision and spec_round_overhead_s are not written: scenarios' dumps (and the study
         # points hashed from them) stay as they were before the fields existed
         out = handler(self)
-        for name in ("expert_precision", "spec_round_overhead_s"):
+        for name in ("expert_precision", "spec_round_overhead_s", "stack_version"):
             if out.get(name, 0) is None:
                 del out[name]
         return out

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Literal, Optional, Union
+from typing import Any, Literal, Optional, Union
 
-from pydantic import Field, PositiveFloat, PositiveInt, field_validator, model_validator
+from pydantic import Field, PositiveFloat, PositiveInt, field_validator, model_serializer, model_validator
 
 from simlab.config.acceptance import AcceptanceSetting
 from simlab.config.arms import Arm
@@ -14,8 +14,15 @@ from simlab.config.hardware import HardwareConfig
 from simlab.config.workload import WorkloadConfig
 
 
+# engine fields a serving stack's release decides when a scenario leaves them out (simlab.hardware.releases)
+RELEASE_FIELDS = ("max_num_seqs", "max_batch_tokens", "prefill_chunk_tokens", "kv_policy", "block_size")
+
+
 class EngineConfig(StrictModel):
-    """Serving-engine limits, per replica."""
+    """Serving-engine limits, per replica. With a roofline's serving stack, the fields of
+    :data:`RELEASE_FIELDS` a scenario leaves out take that release's defaults, per arm (the values below are
+    simlab's own, for a cost table or the eager stack); a dump leaves them out too, so that a scenario read back
+    from its dump is decided the same way."""
 
     max_num_seqs: PositiveInt = 256
     max_batch_tokens: PositiveInt = 8192
@@ -27,6 +34,14 @@ class EngineConfig(StrictModel):
     block_size: PositiveInt = Field(default=16, le=4096)
     prefix_caching: bool = False
     disaggregation: Optional[DisaggregationConfig] = None
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: Any) -> dict[str, Any]:
+        out = handler(self)
+        for name in RELEASE_FIELDS:
+            if name not in self.model_fields_set:
+                out.pop(name, None)
+        return out
 
     @property
     def num_replicas(self) -> int:

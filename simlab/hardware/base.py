@@ -27,6 +27,8 @@ class CostModel(ABC):
     has_context: bool  # True when the verify cost depends on the context (KV) tokens
     draft_reads_context: bool = True  # False when draft_s ignores context_tokens (tables)
     buckets: Buckets
+    release = None  # the serving stack's engine release (simlab.hardware.releases.EngineRelease), if it has one
+    release_named = False  # whether the scenario named that release (stack_version) or took the newest known
 
     @abstractmethod
     def verify_s(

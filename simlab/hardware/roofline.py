@@ -345,6 +345,7 @@ class RooflineCostModel(CostModel):
             **({"expert_parallel": self.ep, "attention_groups": self.groups, "num_gpus": self.num_gpus}
                if self.ep > 1 else {}),
             "parameters": self.params.as_dict(),
+            **({"stack_version": self.release.version} if self.release is not None else {}),
             "cuda_graph_buckets": self.buckets.to_config(),
             "derived": {
                 "weight_bytes": self.weight_bytes,

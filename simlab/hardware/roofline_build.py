@@ -13,6 +13,7 @@ from simlab.hardware.calibrated import CalibratedRooflineCostModel
 from simlab.hardware.calibration import resolve_params
 from simlab.hardware.device import RooflineParams
 from simlab.hardware.precision import WEIGHT_BYTES, check_precision, peak_flop_per_s
+from simlab.hardware.releases import get_release
 from simlab.hardware.roofline import RooflineCostModel
 from simlab.hardware.specs import GpuSpec, ModelConfig, get_gpu, get_model
 from simlab.hardware.stacks import get_stack
@@ -27,6 +28,7 @@ def build_roofline(cfg: RooflineHardware, *, file: Optional[str] = None, field: 
     model = get_model(cfg.model, file=file, field=_subfield(field, "model"))
     check_precision(gpu, cfg.precision, file=file, field=_subfield(field, "precision"))
     stack = get_stack(cfg.stack, file=file, field=_subfield(field, "stack"))
+    release = get_release(cfg.stack, cfg.stack_version, file=file, field=_subfield(field, "stack_version"))
     params = resolve_params(cfg, gpu.name, file=file, field=field)
     cls = CalibratedRooflineCostModel if params.calibrated else RooflineCostModel
     # "default": the stack's own capture sizes (none for a stack without CUDA graphs)
@@ -42,6 +44,7 @@ def build_roofline(cfg: RooflineHardware, *, file: Optional[str] = None, field: 
     if tp <= MAX_TENSOR_PARALLEL and _splits(model, tp):
         cost_model = cls(gpu, model, tensor_parallel=tp, expert_parallel=ep, params=params, buckets=buckets)
         if (cost_model.kv_cache_tokens() or 0) > 0:
+            cost_model.release, cost_model.release_named = release, cfg.stack_version is not None
             return cost_model
         why = _does_not_fit(cost_model)
     elif tp > MAX_TENSOR_PARALLEL:

@@ -173,7 +173,20 @@ class SpeculativeEngine:
         state = _RunState(self, requests, closed_loop, num_slots, capacity)
         state.serve()
         return state.book.result(state.outputs, wall_s=state.clock_s, kv_capacity=capacity,
-                                 max_num_seqs=limits.max_num_seqs, open_loop=closed_loop is None)
+                                 max_num_seqs=limits.max_num_seqs, open_loop=closed_loop is None,
+                                 engine=self.settings())
+
+    def settings(self) -> dict:
+        """METRICS ``engine``: the limits this engine runs with (simlab's eager engine: no release; its KV is one
+        slot per running request, held whole: ``reserve``)."""
+        from simlab.hardware.releases import resolve_engine
+
+        limits = self.limits
+        given = {name: getattr(limits, name) for name in type(limits).model_fields}
+        described = resolve_engine(given, set(limits.model_fields_set), None, "", speculative=self.gamma > 0,
+                                   draft_tokens=self.gamma).describe()
+        described["kv_policy"], described["from"]["kv_policy"] = "reserve", "simlab real engine (a slot a request)"
+        return described
 
     def _allocate(self, num_slots: int, max_seq_len: int) -> None:
         """KV caches of ``num_slots`` slots of ``max_seq_len`` tokens (kept while a run fits in them)."""

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from typing import Optional
+
 import numpy as np
 import pandas as pd
 
@@ -54,7 +56,7 @@ class RecordBook:
         ))
 
     def result(self, outputs: dict[int, list[int]], *, wall_s: float, kv_capacity: int, max_num_seqs: int,
-               open_loop: bool):
+               open_loop: bool, engine: Optional[dict] = None):
         """The run's :class:`~simlab.real.result.EngineResult`."""
         from simlab.real.result import EngineResult
 
@@ -67,7 +69,7 @@ class RecordBook:
             outputs=outputs, requests=requests, steps=steps_all[list(STEP_COLUMNS)].copy(),
             rounds=rounds, step_times=steps_all[list(STEP_TIME_COLUMNS)].copy(), round_details=details,
             wall_s=wall_s, gamma=self.gamma, arm=self.arm, kv_capacity=kv_capacity, max_num_seqs=max_num_seqs,
-            open_loop=open_loop,
+            open_loop=open_loop, engine=engine,
         )
 
     def _round_frames(self) -> tuple[pd.DataFrame, pd.DataFrame]:

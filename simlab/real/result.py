@@ -35,6 +35,7 @@ class EngineResult:
     kv_capacity: int = 0
     max_num_seqs: int = 1
     open_loop: bool = True
+    engine: Optional[dict] = None  # METRICS ``engine``: the settings the real engine ran with
 
     @property
     def num_rounds(self) -> int:
@@ -107,6 +108,8 @@ class EngineResult:
                             kv_capacity=self.kv_capacity or None)
         metrics["realisable"] = True
         metrics["lossless"] = lossless
+        if self.engine is not None:
+            metrics["engine"] = self.engine
         from simlab.results.overload import overload_warnings
 
         times = self.records().log

@@ -26,20 +26,30 @@ class NoParams(StrictModel):
     """No parameters."""
 
 
+SpsView = Literal["staircase", "smooth", "monotone"]  # simlab.hardware.sps_view
+
+
+class CostViewParams(StrictModel):
+    """A scheduler that reads the verify cost: ``sps`` names the curve it reads (left out: its engine's own view
+    of the steps, simlab.hardware.sps_view). Not passed to the policy function: the engine hands it that curve."""
+
+    sps: Optional[SpsView] = Field(default=None, description="staircase, smooth or monotone; default: its engine's view")
+
+
 class ThresholdParams(StrictModel):
     threshold: float = Field(gt=0.0, lt=1.0)
     cumulative: bool = False
 
 
-class AsyncTopKParams(StrictModel):
+class AsyncTopKParams(CostViewParams):
     lag_steps: int = Field(default=2, ge=1, le=64)
 
 
-class GoodputParams(StrictModel):
+class GoodputParams(CostViewParams):
     lag_steps: NonNegativeInt = Field(default=1, le=64)
 
 
-class AdaptiveParams(StrictModel):
+class AdaptiveParams(CostViewParams):
     lag_steps: int = Field(default=1, ge=1, le=64)
     slo_tpot_ms: Optional[float] = Field(default=None, gt=0.0)
 
@@ -97,7 +107,7 @@ REGISTRY: dict[str, SchedulerEntry] = {
             block_code=2,
         ),
         SchedulerEntry(
-            "hardware_aware", policies.hardware_aware, NoParams,
+            "hardware_aware", policies.hardware_aware, CostViewParams,
             "DSpark Algorithm 1: sort all (r, j) by a descending, start from ℓ = 0 (Θ = R·SPS(R)), admit candidates "
             "while Θ = τ·SPS(B) strictly rises, stop at the first that does not",
             reads_verify_cost=True, block_code=1,
@@ -125,7 +135,7 @@ REGISTRY: dict[str, SchedulerEntry] = {
             block_code=6,
         ),
         SchedulerEntry(
-            "oracle", policies.oracle, NoParams,
+            "oracle", policies.oracle, CostViewParams,
             "knows how many positions the target accepts; verifies exactly those (choosing the count that "
             "maximises (R+K)·SPS(R+K))",
             reads_confidence=False, reads_verify_cost=True, reads_truth=True, lossless=False,
@@ -133,7 +143,7 @@ REGISTRY: dict[str, SchedulerEntry] = {
             block_code=5,
         ),
         SchedulerEntry(
-            "retrospective", policies.retrospective, NoParams,
+            "retrospective", policies.retrospective, CostViewParams,
             "Algorithm 1's path with a global argmax of Θ instead of the early stop: the audit's negative control",
             reads_verify_cost=True, lossless=False, lossless_note="no (audit only)", arm=False, real=False,
         ),
@@ -182,6 +192,7 @@ class Scheduler:
     kind: str
     params: dict
     entry: SchedulerEntry
+    sps: Optional[str] = None  # the verify-cost curve it reads (CostViewParams; None: its engine's own view)
 
     @cached_property  # read every engine iteration
     def lag_steps(self) -> int:
@@ -209,7 +220,8 @@ def make_scheduler(kind: str, **params) -> Scheduler:
     parameters its model rejects, unknown ones included)."""
     e = REGISTRY[kind]
     bound = e.params.model_validate(params).model_dump()
-    return Scheduler(kind=kind, params=bound, entry=e)
+    sps = bound.pop("sps", None)
+    return Scheduler(kind=kind, params=bound, entry=e, sps=sps)
 
 
 def from_config(config) -> Scheduler:
@@ -230,6 +242,8 @@ def _describe_field(name: str, field) -> str:
                     low = f"{value:g} {sign} "
                 else:
                     high = f" {sign} {value:g}"
+    if field.description:
+        return f"`{name}` ({field.description})"
     parts = [f"{low}·{high}"] if low or high else []
     if field.is_required():
         parts.append("required")
@@ -251,16 +265,9 @@ def markdown_table() -> str:
 
 def write_docs_table(path: str = "docs/schedulers.md") -> bool:
     """Rewrite the generated table in ``path``; True when it changed."""
-    from pathlib import Path
+    from simlab.common.doc_tables import replace_between
 
-    doc = Path(path)
-    text = doc.read_text(encoding="utf-8")
-    start = text.index("-->\n", text.index("<!-- registry table")) + len("-->\n")
-    end = text.index("<!-- end registry table -->")
-    new = text[:start] + markdown_table() + "\n" + text[end:]
-    if new != text:
-        doc.write_text(new, encoding="utf-8")
-    return new != text
+    return replace_between(path, "registry table", markdown_table())
 
 
 def load_compiled() -> None:

@@ -14,6 +14,9 @@ CHECK_HELP = ("A shipped profile name or a profile file: only the measurements o
 def profiles_check_command(
     name: Optional[str] = typer.Argument(None, help=CHECK_HELP),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Only the summary per GPU x stack x precision."),
+    gains: bool = typer.Option(True, "--gains/--no-gains",
+                               help="Also every pair of runs with and without speculation: the gain, measured "
+                                    "against simulated (without NAME only)."),
 ) -> None:
     """Simulate every public engine measurement the profiles are calibrated or checked on; print measured
     against simulated, the error, and whether the fit used the record (held-out records were never fitted)."""
@@ -39,6 +42,41 @@ def profiles_check_command(
     if not quiet:
         console.print(_rows_table(rows))
     console.print(_summary_table(error_table(rows)))
+    if gains and name is None:
+        _print_gains(console, quiet)
+
+
+def _print_gains(console, quiet: bool) -> None:
+    """Speculation's gain on every pair of runs with and without it: measured, simulated, error, sign."""
+    from rich.table import Table
+
+    from simlab.studies.gain_check import check_gains, gain_summary
+
+    with console.status("simulating the runs with and without speculation ..."):
+        rows = check_gains()
+    if not quiet:
+        table = Table(title="Speculation's gain (output throughput with ÷ without): measured against simulated",
+                      title_justify="left")
+        for header in ("pair", "gpu", "stack", "model", "drafter", "users", "measured", "simulated", "error",
+                       "sign", "role", "assumed"):
+            table.add_column(header, justify="left" if header in ("pair", "drafter", "role", "assumed") else "right")
+        for row in rows:
+            r = row.spec
+            shape = (f"{r.spec_method} tree {r.num_draft_tokens}/{r.tree_topk}/{r.tree_num_draft_tokens}"
+                     if getattr(r, "tree_topk", None) else f"{r.spec_method} γ={r.num_draft_tokens}")
+            sign = "agrees" if row.signs_agree else ("differs" if row.sign_matters else "(within 10 %)")
+            table.add_row(row.pair[:48], r.gpu, r.engine, r.model, f"{shape} τ={r.acceptance_length:g}",
+                          str(r.concurrency), f"{row.measured:.2f}", f"{row.simulated:.2f}", f"{row.error:+.1%}",
+                          sign, row.role, getattr(r, "assumed", ""))
+        console.print(table)
+    summary = Table(title="Gain error per users band (|simulated gain / measured gain - 1|; signs counted where the "
+                          "measured gain is below 0.9 or above 1.1)", title_justify="left")
+    for header in ("role", "target", "users", "pairs", "median", "worst", "signs agree"):
+        summary.add_column(header, justify="left" if header in ("role", "target", "users") else "right")
+    for e in gain_summary(rows):
+        summary.add_row(e["role"], e["target"], e["users"], str(e["pairs"]), f"{e['median_abs_error']:.1%}",
+                        f"{e['max_abs_error']:.1%}", f"{e['signs_agree']} of {e['signs_clear']}")
+    console.print(summary)
 
 
 def _profile(name: str):

@@ -26,6 +26,7 @@ class Limits:
     cost: object  # simlab.hardware.CostModel
     draft_recompute: bool = False  # section 9: a decode replica builds the drafter's KV over each landed prompt
     tree: object = None  # an EAGLE-3 tree arm's TreeDraws (docs/acceptance.md section 8)
+    timing: object = None  # the model the steps cost on, where the scheduler reads another view (``cost``)
 
 
 @dataclass
@@ -205,10 +206,11 @@ class Replica:
             draft = limits.cost.draft_s(limits.method, gamma, num_decode, context)
         else:
             draft = 0.0
+        timing = limits.timing or limits.cost
         if prefill_tokens > 0:
-            target = limits.cost.step_s(decode_tokens, context, num_decode, prefill_tokens, pairs)
+            target = timing.step_s(decode_tokens, context, num_decode, prefill_tokens, pairs)
         elif num_decode > 0:
-            target = limits.cost.verify_s(decode_tokens, context, num_decode)
+            target = timing.verify_s(decode_tokens, context, num_decode)
         else:
             target = 0.0
         step_s = draft + target

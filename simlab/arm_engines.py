@@ -1,0 +1,60 @@
+"""Each arm's engine settings: the scenario's ``engine:`` with what it leaves unset taken from the serving stack's
+release (:mod:`simlab.hardware.releases`), per arm, since engines set other limits when speculation is on."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from simlab.config.arms import Arm
+from simlab.config.scenario import EngineConfig
+from simlab.hardware.releases import ArmEngine, check_methods, resolve_engine
+
+
+@dataclass(frozen=True)
+class ArmEngines:
+    """The engine without speculation (what the scenario's shared parts are checked against: KV policy, the
+    cache) and each arm's effective engine, in the scenario's order."""
+
+    base: EngineConfig
+    by_arm: list[EngineConfig]
+    described: list[ArmEngine]
+
+
+def _verified_beyond_anchor(arm: Arm) -> int:
+    """Tokens a request of ``arm`` verifies beside its anchor: gamma, or a tree's nodes past the root."""
+    if arm.tree is not None:
+        return arm.tree.num_draft_tokens - 1
+    return arm.draft_len
+
+
+def _apply(engine: EngineConfig, resolved: ArmEngine) -> EngineConfig:
+    return engine.model_copy(update=resolved.settings)
+
+
+def arm_engines(engine: EngineConfig, arms: list[Arm], cost, file=None) -> ArmEngines:
+    """The effective engines of ``arms`` on ``cost`` (a cost model; its ``release`` decides unset fields).
+
+    A tree arm verifies every request's whole tree in one step, so where the release's running-request limit
+    would not fit that many trees in the token budget, simlab lowers the limit to what fits (said in its
+    ``from``); a limit the scenario sets is checked instead (``simlab.arms.check_tree_arm``)."""
+    release = cost.release
+    if cost.release_named:  # a release the scenario names serves its arms' drafters (the newest known: assumed to)
+        check_methods(release, [arm.method for arm in arms], file=file)
+    gpu = cost.gpu.name if release is not None else ""
+    given = {name: getattr(engine, name) for name in EngineConfig.model_fields}
+    fields_set = set(engine.model_fields_set)
+    base = resolve_engine(given, fields_set, release, gpu, speculative=False, draft_tokens=0)
+    by_arm, described = [], []
+    for arm in arms:
+        speculative = arm.draft_len > 0
+        resolved = resolve_engine(given, fields_set, release, gpu, speculative=speculative,
+                                  draft_tokens=_verified_beyond_anchor(arm)) if speculative else base
+        if arm.tree is not None and "max_num_seqs" not in fields_set:
+            fitting = resolved.settings["max_batch_tokens"] // arm.tree.num_draft_tokens
+            if resolved.settings["max_num_seqs"] > fitting:
+                resolved = ArmEngine({**resolved.settings, "max_num_seqs": fitting},
+                                     {**resolved.origin, "max_num_seqs": "simlab: whole trees within max_batch_tokens"},
+                                     resolved.overlap_schedule, resolved.lookahead_slots, resolved.release)
+        by_arm.append(_apply(engine, resolved))
+        described.append(resolved)
+    return ArmEngines(_apply(engine, base), by_arm, described)

@@ -1,0 +1,220 @@
+"""Engine releases as data: what vLLM, SGLang and TensorRT-LLM do by default at a release, and what they do
+differently when speculative decoding is on (docs/hardware.md, "Engine releases").
+
+A roofline's ``stack`` names the engine and ``stack_version`` its release (left out: the newest simlab knows).
+Each release is a file under ``engine_releases/`` (one per engine), every value with its source: the engine's
+file and line at that release's tag, or a measurement. :func:`resolve_engine` turns a scenario's ``engine:``
+into one arm's effective settings: a field the scenario sets is kept; a field it leaves unset takes the
+release's default, or its value under speculation for an arm that drafts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Optional
+
+from simlab.common.errors import InputError
+
+RELEASES_DIR = Path(__file__).resolve().parent / "engine_releases"
+ENGINE_FIELDS = ("max_num_seqs", "max_batch_tokens", "prefill_chunk_tokens", "kv_policy", "block_size")
+DEFAULT_FIELDS = ENGINE_FIELDS + ("overlap_schedule",)  # an engine's own default (recorded, see ArmEngine)
+# what a release may change when speculation is on
+SPECULATIVE_FIELDS = DEFAULT_FIELDS + ("lookahead_slots",)
+LEGACY_DEFAULTS = {"max_num_seqs": 256, "max_batch_tokens": 8192, "prefill_chunk_tokens": None,
+                   "kv_policy": "reserve", "block_size": 16}  # without a serving stack (tables, simlab's eager engine)
+
+
+@dataclass(frozen=True)
+class Sourced:
+    """One value of a release and where it was read."""
+
+    value: Any
+    source: str
+
+
+@dataclass(frozen=True)
+class EngineRelease:
+    """One release of one engine: its defaults, per-GPU exceptions and what speculation changes."""
+
+    stack: str
+    version: str
+    date: str
+    ref: str  # the tag or commit its sources were read at
+    defaults: dict[str, Sourced]
+    gpu_overrides: dict[str, dict[str, Sourced]] = field(default_factory=dict)
+    speculative: dict[str, Sourced] = field(default_factory=dict)
+    methods: Optional[Sourced] = None  # the drafter methods (simlab's names) it serves; None: not recorded
+
+    @property
+    def label(self) -> str:
+        return f"{self.stack} {self.version}"
+
+    def default(self, name: str, gpu: str) -> Optional[Sourced]:
+        """The release's default of engine field ``name`` on ``gpu`` (None where it has none)."""
+        return self.gpu_overrides.get(gpu, {}).get(name) or self.defaults.get(name)
+
+    def describe(self) -> dict:
+        def plain(values: dict[str, Sourced]) -> dict:
+            return {k: {"value": v.value, "source": v.source} for k, v in values.items()}
+
+        return {"stack": self.stack, "version": self.version, "date": self.date, "ref": self.ref,
+                **({"methods": {"value": self.methods.value, "source": self.methods.source}} if self.methods else {}),
+                "defaults": plain(self.defaults),
+                "gpu_overrides": {g: plain(v) for g, v in self.gpu_overrides.items()},
+                "speculative": plain(self.speculative)}
+
+
+def _version_key(version: str) -> tuple:
+    return tuple(int(p) if p.isdigit() else p for p in version.replace("rc", ".rc.").split("."))
+
+
+def _sourced(entry: Any, where: str) -> Sourced:
+    if not isinstance(entry, dict) or "value" not in entry or not entry.get("source"):
+        raise ValueError(f"{where}: each value needs 'value' and 'source'")
+    return Sourced(entry["value"], str(entry["source"]))
+
+
+def _section(data: Any, allowed: tuple[str, ...], where: str) -> dict[str, Sourced]:
+    data = data or {}
+    unknown = sorted(set(data) - set(allowed))
+    if unknown:
+        raise ValueError(f"{where}: unknown fields {unknown}; valid: {', '.join(allowed)}")
+    return {name: _sourced(entry, f"{where}.{name}") for name, entry in data.items()}
+
+
+@lru_cache(maxsize=1)
+def all_releases() -> dict[str, dict[str, EngineRelease]]:
+    """Every release simlab knows: ``{stack: {version: EngineRelease}}``, versions oldest first."""
+    from simlab.common.yaml_file import read_yaml
+
+    out: dict[str, dict[str, EngineRelease]] = {}
+    for path in sorted(RELEASES_DIR.glob("*.yaml")):
+        stack = path.stem
+        releases = {}
+        for version, entry in (read_yaml(path, what="engine releases") or {}).items():
+            where = f"{path.name}: {version}"
+            releases[str(version)] = EngineRelease(
+                stack, str(version), str(entry["date"]), str(entry["ref"]),
+                _section(entry.get("defaults"), DEFAULT_FIELDS, f"{where}.defaults"),
+                {gpu: _section(v, ENGINE_FIELDS, f"{where}.gpu_overrides.{gpu}")
+                 for gpu, v in (entry.get("gpu_overrides") or {}).items()},
+                _section(entry.get("speculative"), SPECULATIVE_FIELDS, f"{where}.speculative"),
+                _sourced(entry["methods"], f"{where}.methods") if "methods" in entry else None)
+        out[stack] = dict(sorted(releases.items(), key=lambda kv: _version_key(kv[0])))
+    return out
+
+
+def known_versions(stack: str) -> list[str]:
+    """The releases of ``stack`` simlab knows, oldest first (empty for a stack without releases)."""
+    return list(all_releases().get(stack, {}))
+
+
+def get_release(stack: str, version: Optional[str], *, file: Optional[str] = None,
+                field: str = "hardware.stack_version") -> Optional[EngineRelease]:
+    """The release ``version`` of ``stack`` (None: the newest known); None for a stack without releases (simlab's
+    eager engine), where a given version is an :class:`InputError`. An unknown version names the known ones."""
+    releases = all_releases().get(stack)
+    if not releases:
+        if version is not None:
+            raise InputError(f"the {stack} stack has no releases", file=file, field=field, value=version,
+                             valid="leave stack_version out, or a stack with releases: "
+                                   + ", ".join(sorted(all_releases())))
+        return None
+    if version is None:
+        return releases[next(reversed(releases))]
+    release = releases.get(str(version))
+    if release is None:
+        raise InputError(f"unknown {stack} release", file=file, field=field, value=version,
+                         valid=f"one of {', '.join(releases)} (the releases simlab knows for {stack})")
+    return release
+
+
+def check_methods(release: Optional[EngineRelease], methods: list[str], *, file: Optional[str] = None) -> None:
+    """Every arm's drafter ``methods`` (in the scenario's order) is one the release serves (InputError naming the
+    arm's field and the release's methods otherwise)."""
+    if release is None or release.methods is None:
+        return
+    served = list(release.methods.value)
+    for index, method in enumerate(methods):
+        if method != "none" and method not in served:
+            raise InputError(f"{release.label} does not serve this drafter", file=file, field=f"arms[{index}].method",
+                             value=method, valid=f"one of {', '.join(['none', *served])} at {release.label} "
+                                                 f"({release.methods.source}), or another hardware.stack_version")
+
+
+@dataclass(frozen=True)
+class ArmEngine:
+    """One arm's effective engine settings and where each came from (``scenario``, ``<stack> <version>``
+    default, or ``... under speculation``)."""
+
+    settings: dict[str, Any]
+    origin: dict[str, str]
+    overlap_schedule: Optional[bool]  # the release's overlap/async scheduler kept (None: no release)
+    lookahead_slots: int
+    release: Optional[EngineRelease]
+
+    def describe(self) -> dict:
+        """METRICS ``engine``: the effective settings, the release and where each came from."""
+        out = dict(self.settings)
+        out["overlap_schedule"] = self.overlap_schedule
+        out["lookahead_slots"] = self.lookahead_slots
+        out["stack_version"] = self.release.label if self.release is not None else None
+        out["from"] = dict(self.origin)
+        return out
+
+
+def resolve_engine(given: dict[str, Any], fields_set: set[str], release: Optional[EngineRelease], gpu: str, *,
+                   speculative: bool, draft_tokens: int) -> ArmEngine:
+    """The effective engine fields of one arm. ``given`` holds the scenario's values of :data:`ENGINE_FIELDS`,
+    ``fields_set`` those it wrote. Unset fields take, in order: the release's value under speculation (for an
+    arm with ``speculative`` on), its default on ``gpu``, simlab's :data:`LEGACY_DEFAULTS` (no release).
+    ``draft_tokens`` is what a request verifies beyond its anchor (gamma, or a tree's nodes): the lookahead KV
+    slots a release holds for them."""
+    settings, origin = {}, {}
+    for name in ENGINE_FIELDS:
+        if name in fields_set:
+            settings[name], origin[name] = given[name], "scenario"
+            continue
+        chosen, where = None, None
+        if release is not None and speculative and name in release.speculative:
+            chosen, where = release.speculative[name], f"{release.label} under speculation"
+        elif release is not None and release.default(name, gpu) is not None:
+            chosen, where = release.default(name, gpu), f"{release.label} default"
+        if chosen is None:
+            settings[name], origin[name] = LEGACY_DEFAULTS[name], "simlab default (no engine release)"
+        else:
+            settings[name], origin[name] = chosen.value, where
+    overlap = None
+    if release is not None:
+        chosen = release.speculative.get("overlap_schedule") if speculative else None
+        chosen = chosen or release.defaults.get("overlap_schedule")
+        overlap = None if chosen is None else bool(chosen.value)
+    # a running request holds KV slots for what it verifies beyond its anchor (simlab's paged KV does so always)
+    return ArmEngine(settings, origin, overlap, draft_tokens if speculative else 0, release)
+
+
+def markdown_table() -> str:
+    """The table of docs/hardware.md, "Engine releases": every release, its defaults and what speculation
+    changes, each value with its source (generated: ``scripts/update_docs_tables.py``)."""
+    rows = ["| stack | release | field | default | under speculation | source |", "|---|---|---|---|---|---|"]
+    for stack, by_version in all_releases().items():
+        for version, release in by_version.items():
+            names = [n for n in SPECULATIVE_FIELDS if n in release.defaults or n in release.speculative]
+            for name in names:
+                default, spec = release.defaults.get(name), release.speculative.get(name)
+                sources = "; ".join(dict.fromkeys(s.source for s in (default, spec) if s is not None))
+                rows.append(f"| {stack} | {version} ({release.date}, `{release.ref}`) | `{name}` | "
+                            f"{_show(default)} | {_show(spec)} | {sources} |")
+            for gpu, values in release.gpu_overrides.items():
+                for name, value in values.items():
+                    rows.append(f"| {stack} | {version} | `{name}` on {gpu} | {value.value} | | {value.source} |")
+    return "\n".join(rows)
+
+
+def _show(value: Optional[Sourced]) -> str:
+    if value is None:
+        return ""
+    return "null" if value.value is None else str(value.value).lower() if isinstance(value.value, bool) else \
+        str(value.value)

@@ -1,0 +1,122 @@
+"""Speculation's gain, simulated against measured (simlab.studies.gain_check): pairs, releases, tree acceptance,
+the replay of a run at load on its release's limits, and the summary's arithmetic."""
+
+from __future__ import annotations
+
+import pytest
+
+from simlab.studies.gain_check import (GainRow, _tree_acceptance, check_gains, gain_summary, load_scenario, pairs,
+                                       read_load_records, release_for)
+
+HEADER = ("id,pair,source,engine,engine_version,gpu,num_gpus,tensor_parallel,expert_parallel,model,checkpoint,"
+          "precision,kv_precision,dataset,input_tokens,output_tokens,concurrency,request_rate,num_prompts,max_num_seqs,"
+          "max_batch_tokens,spec_method,num_speculative_tokens,spec_steps,spec_topk,spec_num_draft_tokens,"
+          "acceptance_length,mean_tpot_ms,mean_ttft_ms,output_throughput_tok_s,url,locator,notes")
+
+
+def _row(rid, pair, *, method="", gamma="", steps="", topk="", tokens="", tau="", users=96, tput=1000.0,
+         model="qwen3-8b", seqs="", version="v0.5.3"):
+    return (f"{rid},{pair},src,sglang,{version},h100-sxm,1,1,,{model},ck,bf16,bf16,random,512,128,{users},inf,"
+            f"{4 * users},{seqs},,{method},{gamma},{steps},{topk},{tokens},{tau},,,{tput},https://x,loc,note")
+
+
+def _file(tmp_path, rows):
+    path = tmp_path / "load.csv"
+    path.write_text("# test\n" + HEADER + "\n" + "\n".join(rows) + "\n", encoding="utf-8")
+    return path
+
+
+def test_pairs_need_exactly_one_baseline(tmp_path):
+    path = _file(tmp_path, [
+        _row("a0", "a"), _row("a1", "a", method="eagle3", gamma=3, tau=2.5), _row("a2", "a", method="mtp", gamma=1,
+                                                                                 tau=1.8),
+        _row("b1", "b", method="eagle3", gamma=3, tau=2.5),  # no baseline
+        _row("c0", "c"), _row("c0b", "c"), _row("c1", "c", method="eagle3", gamma=3, tau=2.5),  # two baselines
+        _row("d1", "d", method="eagle3", gamma=3),  # no acceptance length: not replayable
+    ])
+    records, skipped = read_load_records(path)
+    assert dict(skipped) == {"d1": "no acceptance length"}
+    found = sorted((key, spec.id, base.id) for key, spec, base in pairs(records))
+    assert found == [("a", "a1", "a0"), ("a", "a2", "a0")]
+
+
+def test_a_run_is_replayed_on_the_release_at_or_before_its_own():
+    assert release_for("sglang", "v0.5.3.post2") == "0.5.3"
+    assert release_for("sglang", "v0.0.1") is not None  # older than every known: the oldest
+    assert release_for("sglang", None) is None  # no version: the newest, by leaving it out
+
+
+@pytest.mark.parametrize("depth,topk,tokens,tau", [(3, 4, 16, 2.5), (7, 4, 16, 3.0), (4, 2, 8, 2.2), (3, 3, 4, 1.99)])
+def test_a_trees_acceptance_gives_its_measured_length(depth, topk, tokens, tau):
+    import numpy as np
+
+    from simlab.acceptance.tree import build_tree
+    from simlab.acceptance.tree_fit import calibrated_catch
+
+    alpha, catch = _tree_acceptance(tau, depth, topk, tokens)
+    assert catch == pytest.approx(calibrated_catch() * alpha)
+    tree = build_tree(np.full(depth, alpha), catch, topk, tokens, depth)
+    assert tree.expected_tokens_per_round() == pytest.approx(tau, abs=1e-9)
+
+
+def test_a_run_at_load_takes_its_releases_limits(tmp_path):
+    """The source states no running-request limit: the replay leaves it to the release, whose cap under
+    speculation then holds the speculative run to 48 requests a step; a stated limit is kept."""
+    path = _file(tmp_path, [_row("a0", "a"), _row("a1", "a", method="eagle3", gamma=3, tau=2.5),
+                            _row("s1", "s", method="eagle3", gamma=3, tau=2.5, seqs=80)])
+    records, _ = read_load_records(path)
+    by_id = {r.id: r for r in records}
+    scenario = load_scenario(by_id["a1"])
+    assert scenario["engine"] == {} and scenario["hardware"]["stack_version"] == "0.5.3"
+    assert load_scenario(by_id["s1"])["engine"] == {"max_num_seqs": 80}
+    from simlab.runner import run_scenario
+
+    result = run_scenario(scenario, plot=False)
+    assert result.steps.num_requests.max() == 48
+    assert next(iter(result.arms.values()))["engine"]["from"]["max_num_seqs"] == "sglang 0.5.3 under speculation"
+
+
+def test_the_gain_its_error_and_its_sign(tmp_path):
+    path = _file(tmp_path, [_row("a0", "a", tput=1000.0), _row("a1", "a", method="eagle3", gamma=3, tau=2.5,
+                                                                tput=600.0)])
+    rows = check_gains(read_load_records(path)[0])
+    assert len(rows) == 1
+    row = rows[0]
+    assert row.measured == pytest.approx(0.6) and row.role == "held out"
+    assert row.error == pytest.approx(row.simulated / 0.6 - 1.0)
+    assert row.signs_agree == (row.simulated < 1.0) and row.sign_matters
+
+
+def test_the_summary_counts_signs_only_where_they_are_clear():
+    from simlab.hardware.calfit.serving import ServingRecord
+
+    def record(users):
+        return ServingRecord("r", "s", "sglang", "h100-sxm", 1, "qwen3-8b", "bf16", "bf16", 1, 1, users, 1, 1, 1,
+                             None, 1.0, "u")
+
+    rows = [GainRow("p", record(64), record(64), 0.5, 1.2, "held out"),  # clear, differs
+            GainRow("p", record(64), record(64), 1.5, 1.2, "held out"),  # clear, agrees
+            GainRow("p", record(64), record(64), 1.05, 0.9, "held out"),  # within 10 %: not counted
+            GainRow("p", record(1), record(1), 1.8, 1.8, "held out")]
+    summary = {e["users"]: e for e in gain_summary(rows)}
+    assert {e["target"] for e in summary.values()} == {"dense"}
+    assert summary["32+"]["pairs"] == 3 and summary["32+"]["signs_clear"] == 2 and summary["32+"]["signs_agree"] == 1
+    assert summary["32+"]["max_abs_error"] == pytest.approx(1.4) and summary["32+"]["median_abs_error"] == 0.2
+    assert summary["1"]["median_abs_error"] == 0.0
+
+
+def test_the_stated_gain_error_is_current():
+    """gain_error.yaml is every pair simulated by this code, and docs/hardware.md shows its summary."""
+    from pathlib import Path
+
+    import yaml
+
+    from simlab.common.doc_tables import table_between
+    from simlab.studies.gain_check import GAIN_FILE, gain_document, markdown_table
+
+    repo = Path(__file__).parent.parent
+    document = gain_document(check_gains())
+    stated = yaml.safe_load((repo / "hw_profiles" / "calibration" / GAIN_FILE).read_text(encoding="utf-8"))
+    assert stated == yaml.safe_load(yaml.safe_dump(document, sort_keys=False)), "run python scripts/gain_error.py"
+    docs = (repo / "docs" / "hardware.md").read_text(encoding="utf-8")
+    assert table_between(docs, "gain table").strip() == markdown_table(document)

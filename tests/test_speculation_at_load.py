@@ -1,0 +1,157 @@
+"""What speculation costs at load, by hand-worked cases (issue 41): the experts a mixture of experts reads for
+T verified tokens, the eager step above the largest CUDA-graph size, a 16-token tree at one user paying its draft
+forwards and its verify, lookahead KV slots preempting earlier, and the curve a scheduler reads."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from helpers import simulate, write_scenario
+from simlab.config.hardware import RooflineHardware
+from simlab.engine.kv import KVPool
+from simlab.engine.kv_growth import grow
+from simlab.hardware.roofline import target_kernels
+from simlab.hardware.roofline_build import build_roofline
+from simlab.hardware.specs import get_model
+
+
+def _roofline(**fields):
+    return build_roofline(RooflineHardware(kind="roofline", gpu="h100-sxm", calibration="none", **fields))
+
+
+def test_an_moe_verifying_t_tokens_reads_that_share_of_its_experts():
+    """Qwen3-30B-A3B: 128 experts, 8 a token. T tokens read 1 - (1 - 8/128)^T of them: the step's memory term
+    grows by exactly that share of the routed weights (plus the all-reduce of the extra tokens), while the step
+    stays memory-bound."""
+    cost = _roofline(model="qwen3-30b-a3b", cuda_graph_buckets="none")
+    model = get_model("qwen3-30b-a3b")
+    k, experts = model.experts_per_token, model.num_experts
+    assert (k, experts) == (8, 128)
+    for t in (1, 4, 16, 64):
+        assert cost.routed_share(t) == pytest.approx(1.0 - (1.0 - k / experts) ** t, rel=1e-12)
+    one = cost.verify_s(1)
+    for t in (4, 16):
+        share = 1.0 - (1.0 - k / experts) ** t
+        expected = (cost._routed_read_s * (share - k / experts) + cost._ar_token_s * (t - 1))
+        assert cost.verify_s(t) - one == pytest.approx(expected, rel=1e-9)
+    # a 16-token tree at one user reads 64 % of the experts where one token reads 6 %
+    assert cost.routed_share(16) / cost.routed_share(1) == pytest.approx((1 - (120 / 128) ** 16) / (8 / 128))
+
+
+def test_a_step_above_the_largest_cuda_graph_pays_the_eager_cost():
+    """Graphs captured for 8 and 16 tokens, 50 us a kernel launched from the host outside them: 17 tokens cost at
+    least every kernel's launch, 16 tokens run in their graph."""
+    launch_s = 5e-5
+    cost = _roofline(model="qwen3-8b", cuda_graph_buckets=[8, 16], host_launch_s=launch_s)
+    floor = launch_s * target_kernels(get_model("qwen3-8b"))
+    fixed = cost.params.step_overhead_s
+    assert cost.verify_s(16) < floor  # the GPU time of 16 tokens is far below 328 launches
+    assert cost.verify_s(17) == pytest.approx(floor + cost._ar_token_s * 17 + fixed, rel=1e-12)
+    assert cost.verify_s(9) == cost.verify_s(16)  # padded to the graph of 16
+
+
+def test_a_16_token_tree_at_one_user_pays_its_draft_forwards_and_its_verify(tmp_path):
+    """One user, an EAGLE-3 tree of depth 3, topk 4 and 16 tokens: every decode-only step costs the tree's draft
+    (the fusion, one forward over the root, two over the 4-wide frontier) plus one verify of 16 tokens."""
+    data = {
+        "name": "tree-one-user", "seed": 1,
+        "workload": {"kind": "closed_loop", "concurrency": 1, "num_requests": 2,
+                     "prompt_tokens": {"dist": "constant", "value": 300},
+                     "output_tokens": {"dist": "constant", "value": 40}},
+        "hardware": {"kind": "roofline", "gpu": "h100-sxm", "model": "qwen3-8b"},
+        "engine": {"kv_cache_tokens": 100_000},
+        "acceptance": {"kind": "preset", "name": "qwen3-8b"},
+        "arms": [{"name": "tree", "method": "eagle3", "gamma": 3, "tree": {"topk": 4, "num_draft_tokens": 16}}],
+    }
+    outcome = simulate(write_scenario(tmp_path, data))["tree"]
+    from simlab.config.loading import load_scenario
+    from simlab.hardware import build_cost_model
+
+    cost = build_cost_model(load_scenario(tmp_path / "scenario.yaml").scenario.hardware, base_dir=tmp_path, file=None)
+    decode = outcome.steps[(outcome.steps.num_requests == 1) & (outcome.steps.batch_tokens == 16)]
+    assert len(decode) > 5
+    assert (outcome.steps.verify_tokens[decode.index] == 15).all()  # the root is the anchor
+    context = 300 + 1  # at the first decode step the request holds its prompt and its first token
+    first = decode.iloc[0]
+    expected = cost.tree_draft_s("eagle3", 3, 4, 1, float(context)) + cost.verify_s(16, float(context), 1)
+    assert first.step_s == pytest.approx(expected, rel=1e-9)
+    forwards = cost.drafter._time(cost.drafter.eagle3_step, 1, 1, context) + 2 * cost.drafter._time(
+        cost.drafter.eagle3_step, 4, 1, context)
+    assert cost.tree_draft_s("eagle3", 3, 4, 1, context) > forwards  # the fusion and the host time on top
+
+
+def test_lookahead_slots_preempt_earlier_under_paged_kv():
+    """Blocks of 16 tokens, 7 free. A request holding 106 tokens needs ceil(106 / 16) = 7 blocks without
+    speculation, but ceil((106 + 7) / 16) = 8 with 7 lookahead slots: only the speculative one is preempted."""
+    for gamma, preempted in ((0, []), (7, [0])):
+        kv = KVPool(7 * 16, 1, block_size=16)
+        decode = SimpleNamespace(request_id=np.array([0]), context=np.array([106]), remaining=np.array([50]))
+        gone = []
+        grow(kv, decode, [], gamma, gone.append)
+        assert gone == preempted, gamma
+        if not preempted:
+            assert kv.own[0] == 7
+    kv = KVPool(7 * 16, 1, block_size=16)  # at 105 tokens the lookahead still fits: 112 = 7 blocks
+    grow(kv, SimpleNamespace(request_id=np.array([0]), context=np.array([105]), remaining=np.array([50])), [], 7,
+         lambda r: pytest.fail("preempted"))
+    assert kv.own[0] == 7
+
+
+# ------------------------------------------------------------------------------------- the curve a scheduler reads
+def test_each_engine_hands_its_scheduler_its_own_view():
+    from simlab.hardware.profiles import load_profile
+    from simlab.hardware.sps_view import default_view, scheduler_view
+
+    assert default_view(_roofline(model="qwen3-8b", stack="sglang")) == "smooth"
+    assert default_view(_roofline(model="qwen3-8b", stack="vllm")) == "monotone"
+    assert default_view(_roofline(model="qwen3-8b", stack="trtllm")) == "staircase"
+    staircase = _roofline(model="qwen3-8b", stack="sglang")
+    smooth = scheduler_view(staircase, None)
+    plain = _roofline(model="qwen3-8b", stack="sglang", cuda_graph_buckets="none")
+    batches = np.array([1, 3, 9, 13, 17, 100, 250, 300], dtype=float)
+    assert np.array_equal(smooth.verify_s(batches, 4000.0, 8), plain.verify_s(batches, 4000.0, 8))
+    vllm = _roofline(model="qwen3-8b", stack="vllm")
+    assert vllm.crossover_tokens < 497  # compute-bound: padding to the graph of 512 costs
+    assert scheduler_view(vllm, None).verify_s(497) < vllm.verify_s(497) == vllm.verify_s(512)
+    assert scheduler_view(staircase, "staircase") is staircase
+    table = load_profile("hw_profiles/h100-sxm_qwen3-8b.yaml")  # exported from vLLM's roofline
+    assert default_view(table) == "monotone" and not scheduler_view(table, None).buckets.enabled
+
+
+def test_a_monotone_view_forces_each_row_non_decreasing():
+    from simlab.config.hardware import TableHardware
+    from simlab.hardware.sps_view import scheduler_view
+    from simlab.hardware.table import TableCostModel
+
+    cfg = TableHardware(kind="table", verify={"batch_tokens": [1, 8, 16, 32], "step_s": [0.010, 0.012, 0.011, 0.02]},
+                        cuda_graph_buckets=[1, 8, 16, 32])
+    view = scheduler_view(TableCostModel(cfg), "monotone")
+    assert [view.verify_s(b) for b in (1, 8, 16, 32)] == [0.010, 0.012, 0.012, 0.02]
+    assert scheduler_view(TableCostModel(cfg), "smooth").verify_s(16) == 0.011
+
+
+def _hw_arm(tmp_path, sps):
+    data = {
+        "name": "sps", "seed": 5,
+        "workload": {"kind": "closed_loop", "concurrency": 48, "num_requests": 144,
+                     "prompt_tokens": {"dist": "constant", "value": 500},
+                     "output_tokens": {"dist": "constant", "value": 120}},
+        "hardware": "h100-sxm_qwen3-8b",
+        "engine": {"max_num_seqs": 64, "kv_cache_tokens": 400_000},
+        "acceptance": {"kind": "preset", "name": "qwen3-8b"},
+        "arms": [{"name": "hw", "method": "dspark", "gamma": 7,
+                  "scheduler": {"kind": "hardware_aware", **({"sps": sps} if sps else {})}}],
+    }
+    return simulate(write_scenario(tmp_path, data, name=f"{sps}.yaml"))["hw"].metrics
+
+
+def test_algorithm_1_on_the_staircase_collapses_and_on_its_engines_view_does_not(tmp_path):
+    """The documented what-if: reading the staircase, Algorithm 1 stops at the first bucket edge (Θ drops there)
+    and verifies almost nothing; reading vLLM's monotone view of the same steps it verifies several tokens."""
+    staircase, own = _hw_arm(tmp_path, "staircase"), _hw_arm(tmp_path, None)
+    assert staircase["spec_decode_acceptance_length"] < 1.3
+    assert own["spec_decode_acceptance_length"] > 2.5
+    assert own["output_throughput"] > 1.4 * staircase["output_throughput"]  # seeded: 3,015 against 2,061 tok/s
