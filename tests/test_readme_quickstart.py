@@ -32,13 +32,13 @@ def test_the_prose_reads_its_numbers_from_the_arms():
                                          *script.ADAPTIVE_ARMS)}
     arms["dspark-goodput"]["median_user_tok_s"] = 90.0
     arms["dspark-oracle"]["median_user_tok_s"] = 100.0
-    arms["dspark-hw"]["mean_verify_tokens_per_request_step"] = 0.04
-    text = " ".join(script.prose_text(arms, {"mean_verify_tokens_per_request_step": 4.4, "median_user_tok_s": 120.0})
+    arms["dspark-hw"]["mean_verify_tokens_per_request_step"] = 4.4
+    text = " ".join(script.prose_text(arms, {"mean_verify_tokens_per_request_step": 0.04, "median_user_tok_s": 20.0})
                     .split())
     assert "median TPOT of 30.0 ms is above the 25 ms SLO" in text
     assert "give 50-90 tokens/s" in text and "dspark-goodput is highest" in text and "10% below the oracle" in text
-    assert "verifies 0.04 drafts per request and step" in text
-    assert "without its buckets it verifies 4.40 drafts and gives 120 tokens/s" in text
+    assert "it verifies 4.40 drafts per request and step and the median user gets 50 tokens/s" in text
+    assert "it then verifies 0.04 drafts and gives 20 tokens/s" in text
 
 
 def test_the_timing_sentence_states_runs_machine_and_load():
