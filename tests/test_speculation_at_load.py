@@ -155,3 +155,14 @@ def test_algorithm_1_on_the_staircase_collapses_and_on_its_engines_view_does_not
     assert staircase["spec_decode_acceptance_length"] < 1.3
     assert own["spec_decode_acceptance_length"] > 2.5
     assert own["output_throughput"] > 1.4 * staircase["output_throughput"]  # seeded: 3,015 against 2,061 tok/s
+
+
+def test_a_smooth_view_keeps_a_tables_own_rows():
+    from simlab.config.hardware import TableHardware
+    from simlab.hardware.sps_view import scheduler_view
+    from simlab.hardware.table import TableCostModel
+
+    jagged = TableCostModel(TableHardware(kind="table", verify={"batch_tokens": [1, 8, 16],
+                                                                 "step_s": [0.010, 0.012, 0.011]}))
+    assert scheduler_view(jagged, "smooth") is jagged and scheduler_view(jagged, "staircase") is jagged
+    assert scheduler_view(jagged, "monotone").verify_s(16) == 0.012

@@ -51,13 +51,15 @@ def scheduler_view(cost: CostModel, sps: Optional[str]) -> CostModel:
     """The cost model a scheduler reads for ``sps`` (None: :func:`default_view`); ``cost`` itself for the
     staircase or a model without CUDA-graph padding."""
     view = sps or default_view(cost)
-    if view == "staircase" or not cost.buckets.enabled:
-        return cost if view == "staircase" or not _needs_monotone(cost) else _table_view(cost, monotone=True)
+    if view == "staircase":
+        return cost
     from simlab.hardware.table import TableCostModel
 
     if isinstance(cost, TableCostModel):
+        if not cost.buckets.enabled and (view == "smooth" or not _needs_monotone(cost)):
+            return cost
         return _table_view(cost, monotone=view == "monotone")
-    return _unpadded(cost)
+    return _unpadded(cost) if cost.buckets.enabled else cost
 
 
 def _needs_monotone(cost: CostModel) -> bool:
