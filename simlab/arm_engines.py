@@ -3,21 +3,25 @@ release (:mod:`simlab.hardware.releases`), per arm, since engines set other limi
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from simlab.config.arms import Arm
 from simlab.config.scenario import EngineConfig
+from simlab.hardware.graph_sizes import spec_decode_sizes, with_graph_sizes
 from simlab.hardware.releases import ArmEngine, check_methods, resolve_engine
 
 
 @dataclass(frozen=True)
 class ArmEngines:
     """The engine without speculation (what the scenario's shared parts are checked against: KV policy, the
-    cache) and each arm's effective engine, in the scenario's order."""
+    cache), each arm's effective engine and the cost model its steps are priced on (the scenario's, with the
+    CUDA-graph sizes the release captures for that arm), in the scenario's order."""
 
     base: EngineConfig
     by_arm: list[EngineConfig]
     described: list[ArmEngine]
+    costs: list
 
 
 def _verified_beyond_anchor(arm: Arm) -> int:
@@ -44,7 +48,7 @@ def arm_engines(engine: EngineConfig, arms: list[Arm], cost, file=None) -> ArmEn
     given = {name: getattr(engine, name) for name in EngineConfig.model_fields}
     fields_set = set(engine.model_fields_set)
     base = resolve_engine(given, fields_set, release, gpu, speculative=False, draft_tokens=0)
-    by_arm, described = [], []
+    by_arm, described, costs = [], [], []
     for arm in arms:
         speculative = arm.draft_len > 0
         resolved = resolve_engine(given, fields_set, release, gpu, speculative=speculative,
@@ -52,9 +56,16 @@ def arm_engines(engine: EngineConfig, arms: list[Arm], cost, file=None) -> ArmEn
         if arm.tree is not None and "max_num_seqs" not in fields_set:
             fitting = resolved.settings["max_batch_tokens"] // arm.tree.num_draft_tokens
             if resolved.settings["max_num_seqs"] > fitting:
-                resolved = ArmEngine({**resolved.settings, "max_num_seqs": fitting},
-                                     {**resolved.origin, "max_num_seqs": "simlab: whole trees within max_batch_tokens"},
-                                     resolved.overlap_schedule, resolved.lookahead_slots, resolved.release)
+                resolved = dataclasses.replace(
+                    resolved, settings={**resolved.settings, "max_num_seqs": fitting},
+                    origin={**resolved.origin, "max_num_seqs": "simlab: whole trees within max_batch_tokens"})
+        arm_cost = cost
+        rule = release.speculative.get("cuda_graph_sizes") if release is not None and speculative else None
+        if rule is not None and cost.buckets.enabled:
+            sizes = spec_decode_sizes(cost.buckets.sizes, 1 + _verified_beyond_anchor(arm))
+            arm_cost = with_graph_sizes(cost, sizes)
+            resolved = dataclasses.replace(resolved, graph_sizes=sizes)
         by_arm.append(_apply(engine, resolved))
         described.append(resolved)
-    return ArmEngines(_apply(engine, base), by_arm, described)
+        costs.append(arm_cost)
+    return ArmEngines(_apply(engine, base), by_arm, described, costs)

@@ -77,11 +77,11 @@ def build(loaded: LoadedScenario, cost: object = None) -> Built:
                   engines=engines)
     weights = domain_weights(requests.domain, requests.domain_names)
     for index, arm in enumerate(sc.arms):
-        arm_engine = engines.by_arm[index]
+        arm_engine, arm_cost = engines.by_arm[index], engines.costs[index]
         if arm.tree is not None:
-            check_tree_arm(index, arm, arm_engine, cost, file)
+            check_tree_arm(index, arm, arm_engine, arm_cost, file)
         built.arms.append(
-            prepare_arm(arm, spec, cost, domain_names=requests.domain_names, weights=weights,
+            prepare_arm(arm, spec, arm_cost, domain_names=requests.domain_names, weights=weights,
                         output_tokens=requests.output_tokens,
                         max_batch_tokens=arm_engine.max_batch_tokens, seed=sc.seed)
         )
@@ -114,8 +114,8 @@ def _simulate_one(built: Built, index: int, progress: Optional[Callable[[int], N
     sc = built.loaded.scenario
     engine = built.engines.by_arm[index]
     requests = built.workload.requests
-    result = simulate_arm(built.workload, built.cost, engine, prepared.policy, built.kv_capacity, progress,
-                          built.pools)
+    result = simulate_arm(built.workload, built.engines.costs[index], engine, prepared.policy, built.kv_capacity,
+                          progress, built.pools)
     num_gpus = engine.num_replicas * gpus_per_replica(built.cost.describe())  # both pools when disaggregated
     capacity = built.kv_capacity if built.pools is None else built.pools.capacity_by_replica(engine)
     metrics = summarise(result, requests.prompt_tokens, requests.output_tokens, prepared.arm.draft_len, sc.slo,

@@ -166,3 +166,41 @@ def test_a_smooth_view_keeps_a_tables_own_rows():
                                                                  "step_s": [0.010, 0.012, 0.011]}))
     assert scheduler_view(jagged, "smooth") is jagged and scheduler_view(jagged, "staircase") is jagged
     assert scheduler_view(jagged, "monotone").verify_s(16) == 0.012
+
+
+def test_vllm_captures_speculative_graphs_in_whole_requests():
+    """vLLM rounds its capture sizes up to multiples of 1 + K and drops those above the largest: with K = 3 the
+    graphs hold 4, 8, 16, 24, ... tokens."""
+    from simlab.hardware.buckets import vllm_default_capture_sizes
+    from simlab.hardware.graph_sizes import spec_decode_sizes
+
+    sizes = vllm_default_capture_sizes()
+    assert spec_decode_sizes(sizes, 4)[:4] == [4, 8, 16, 24]  # 1, 2, 4 -> 4; 8 -> 8; 16 -> 16
+    rounded = spec_decode_sizes(sizes, 4)
+    assert all(s % 4 == 0 and s <= 512 for s in rounded) and rounded[-1] == 512
+    assert spec_decode_sizes(sizes, 3)[-1] == 498 and spec_decode_sizes([1, 2], 8) == []  # 512 -> 513 > 512
+    assert spec_decode_sizes([1, 2, 4, 8], 3) == [3, 6]  # 9 is above the largest, 8
+
+
+def test_a_spec_arm_on_vllm_pads_to_its_own_graphs(tmp_path):
+    data = {
+        "name": "graphs", "seed": 2,
+        "workload": {"kind": "closed_loop", "concurrency": 3, "num_requests": 6,
+                     "prompt_tokens": {"dist": "constant", "value": 200},
+                     "output_tokens": {"dist": "constant", "value": 40}},
+        "hardware": {"kind": "roofline", "gpu": "h100-sxm", "model": "qwen3-8b", "stack": "vllm",
+                     "stack_version": "0.13.0"},
+        "acceptance": {"kind": "iid", "alpha": 0.6},
+        "arms": [{"name": "no-spec", "method": "none"},
+                 {"name": "mtp", "method": "mtp", "gamma": 2, "scheduler": {"kind": "fixed"}}],
+    }
+    from simlab.config.loading import load_scenario
+    from simlab.runner import build
+
+    built = build(load_scenario(write_scenario(tmp_path, data)))
+    plain, spec = built.engines.costs
+    assert plain is built.cost and spec.buckets.sizes[:3] == [3, 6, 9]
+    # 7 tokens run the graph of 9 (three requests of 1 + 2), not vLLM's plain graph of 8; 9 its own, not 16's
+    assert (spec.buckets.pad(7), spec.buckets.pad(9)) == (9, 9) and (plain.buckets.pad(7), plain.buckets.pad(9)) == (8, 16)
+    assert spec.verify_s(9, 600.0, 3) < plain.verify_s(9, 600.0, 3)  # the padded tokens' elementwise work
+    assert built.engines.described[1].describe()["cuda_graph_max_tokens"] == 498

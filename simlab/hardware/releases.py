@@ -21,7 +21,8 @@ RELEASES_DIR = Path(__file__).resolve().parent / "engine_releases"
 ENGINE_FIELDS = ("max_num_seqs", "max_batch_tokens", "prefill_chunk_tokens", "kv_policy", "block_size")
 DEFAULT_FIELDS = ENGINE_FIELDS + ("overlap_schedule",)  # an engine's own default (recorded, see ArmEngine)
 # what a release may change when speculation is on
-SPECULATIVE_FIELDS = DEFAULT_FIELDS + ("lookahead_slots",)
+SPECULATIVE_FIELDS = DEFAULT_FIELDS + ("lookahead_slots", "cuda_graph_sizes")
+GRAPH_SIZE_RULES = ("multiples_of_query_len",)  # simlab.hardware.graph_sizes
 LEGACY_DEFAULTS = {"max_num_seqs": 256, "max_batch_tokens": 8192, "prefill_chunk_tokens": None,
                    "kv_policy": "reserve", "block_size": 16}  # without a serving stack (tables, simlab's eager engine)
 
@@ -73,6 +74,8 @@ def _version_key(version: str) -> tuple:
 def _sourced(entry: Any, where: str) -> Sourced:
     if not isinstance(entry, dict) or "value" not in entry or not entry.get("source"):
         raise ValueError(f"{where}: each value needs 'value' and 'source'")
+    if where.endswith("cuda_graph_sizes") and entry["value"] not in GRAPH_SIZE_RULES:
+        raise ValueError(f"{where}: one of {', '.join(GRAPH_SIZE_RULES)}")
     return Sourced(entry["value"], str(entry["source"]))
 
 
@@ -154,12 +157,15 @@ class ArmEngine:
     overlap_schedule: Optional[bool]  # the release's overlap/async scheduler kept (None: no release)
     lookahead_slots: int
     release: Optional[EngineRelease]
+    graph_sizes: Optional[list[int]] = None  # the CUDA-graph sizes its steps pad to, where the release changes them
 
     def describe(self) -> dict:
         """METRICS ``engine``: the effective settings, the release and where each came from."""
         out = dict(self.settings)
         out["overlap_schedule"] = self.overlap_schedule
         out["lookahead_slots"] = self.lookahead_slots
+        if self.graph_sizes is not None:
+            out["cuda_graph_max_tokens"] = max(self.graph_sizes, default=0)
         out["stack_version"] = self.release.label if self.release is not None else None
         out["from"] = dict(self.origin)
         return out

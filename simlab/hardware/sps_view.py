@@ -18,7 +18,6 @@ The steps are always priced on the staircase; only what the scheduler reads chan
 
 from __future__ import annotations
 
-import copy
 from typing import Optional
 
 import numpy as np
@@ -72,15 +71,12 @@ def _needs_monotone(cost: CostModel) -> bool:
 
 
 def _unpadded(cost: CostModel) -> CostModel:
-    """A roofline that prices a batch at its own size (no CUDA-graph padding)."""
-    from simlab.hardware.buckets import Buckets
+    """A roofline that prices a batch at its own size (no CUDA-graph padding); its launch floor, if any, stays
+    where the steps pay it."""
+    from simlab.hardware.graph_sizes import with_graph_sizes
 
-    view = copy.copy(cost)
-    view.buckets = Buckets(None)
-    view._graph_limit = 0.0
-    view.__dict__.pop("_verify_spec", None)  # the compiled spec holds the buckets
-    if view._launch_floor_s > 0.0:  # without graphs every step would pay the launch floor: keep the steps' own
-        view._graph_limit = float("inf")
+    view = with_graph_sizes(cost, None)
+    view._graph_limit = cost._graph_limit
     return view
 
 

@@ -83,7 +83,7 @@ def run_reference(scenario=None, *, arm=0, built=None, kv_policy: Optional[str] 
         max_num_seqs=engine.max_num_seqs, max_batch_tokens=engine.max_batch_tokens,
         prefill_chunk_tokens=engine.prefill_chunk_tokens, method=policy.method, gamma=gamma,
         scheduler=policy.scheduler, prior_conf=policy.prior_conf, cost=policy.cost, tree=policy.tree,
-        timing=built.cost,
+        timing=built.engines.costs[index],
     )
     positions = {name: np.zeros(gamma, dtype=np.int64) for name in ("verified", "reached", "accepted")}
     split = getattr(engine, "disaggregation", None)
