@@ -159,15 +159,18 @@ def plan_document(spec: PlanSpec, families: list[Family], search: PlanSearch, re
 def csv_rows(spec: PlanSpec, families: list[Family], document: dict) -> tuple[list[str], list[list[Any]]]:
     """plan.csv: every deployment simulated (best first) with why it lost, then every family or count skipped."""
     candidates = document["candidates"]
-    metrics = metric_columns(c["metrics"] for c in candidates if c["metrics"])
     head = ["rank", "status", "why", "gpu", "stack", "precision", "tensor_parallel", "expert_parallel", "replicas",
             "prefill_replicas", "decode_replicas", "arm", "num_gpus", "usd_per_hour", "objective", "meets_sla"]
+    metrics = [k for k in metric_columns(c["metrics"] for c in candidates if c["metrics"]) if k not in head]
     rows = []
     best = document["best"]
     for rank, c in enumerate(candidates, 1):
         split = c["disaggregation"] or {}
         if c is best:
             status, why = "chosen", "meets the SLA at the lowest " + spec.block.objective
+        elif c["meets_sla"] and c["objective"] <= best["objective"] * (1 + 1e-9):
+            status, why = "tie", (f"meets the SLA at the same {spec.block.objective} as the chosen; ranked below it "
+                                  "(more GPUs or a slower median user)")
         elif c["meets_sla"]:
             status, why = "dearer", (f"meets the SLA; {spec.block.objective} {c['objective']:.4g} vs the chosen "
                                      f"{best['objective']:.4g}")
