@@ -110,6 +110,7 @@ def plan_document(spec: PlanSpec, families: list[Family], search: PlanSearch, re
                   skipped: list[tuple[str, str]], command: Optional[str]) -> dict:
     """plan.json: the contract's ``sla``, ``objective``, ``best`` and ``candidates``, and how the search went."""
     from simlab.common.version import __version__
+    from simlab.common.yaml_file import read_yaml
     from simlab.hardware.specs import get_model
     from simlab.studies.grid import data_sha256
     from simlab.studies.launch import launch_commands
@@ -137,7 +138,7 @@ def plan_document(spec: PlanSpec, families: list[Family], search: PlanSearch, re
     space = sum(f.max_units - f.min_units + 1 for f in families)
     return {
         "generator": f"simlab {__version__}", "name": spec.name, "model": spec.model,
-        "plan_file": str(spec.file), "plan_sha256": data_sha256(json.loads(json.dumps(spec.base, default=str))),
+        "plan_file": str(spec.file), "plan_sha256": data_sha256(read_yaml(spec.file, what="plan file")),
         "command": command,
         "sla": spec.sla.document(), "objective": spec.block.objective,
         "complete": result.complete,
