@@ -90,13 +90,14 @@ def _mount_subcommands() -> None:
     from simlab.real.profiler.cli import profile_command
     from simlab.real.validate.cli import validate_command
     from simlab.studies.check_cli import profiles_check_command
-    from simlab.studies.cli import report_command, sweep_command, whatif_command
+    from simlab.studies.cli import plan_command, report_command, sweep_command, whatif_command
     from simlab.studies.fit_cli import fit_command
     from simlab.workload.cli import traces_app
 
     app.command("audit")(audit_command)
     app.command("sweep")(sweep_command)
     app.command("whatif")(whatif_command)
+    app.command("plan")(plan_command)
     app.command("report")(report_command)
     app.add_typer(acceptance_app, name="acceptance", help="Fit acceptance models from real engines' logs.")
     app.command("calibrate")(calibrate_command)

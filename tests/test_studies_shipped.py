@@ -15,7 +15,8 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def test_every_shipped_study_is_listed_and_documented():
-    files = sorted(p.stem for p in (REPO / "scenarios" / "studies").glob("*.yaml"))
+    root = REPO / "scenarios" / "studies"
+    files = sorted(p.relative_to(root).with_suffix("").as_posix() for p in root.rglob("*.yaml"))
     assert files == sorted(s.name for s in STUDIES)
     docs = (REPO / "docs" / "studies.md").read_text(encoding="utf-8")
     for item in STUDIES:

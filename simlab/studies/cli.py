@@ -163,3 +163,71 @@ def _run_figure(folder: Path, out: Path) -> Path:
     summary, requests, steps = load_results(folder)
     write_file_atomic(out, render_png(summary, requests, steps))
     return out
+
+
+def plan_command(
+    plan_file: Path = typer.Argument(..., help="Plan YAML: a scenario with model, candidate arms and plan:."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Plan folder (default: results/<name>-plan/); the "
+                                       "same folder resumes."),
+    executor: str = typer.Option("local", "--executor", help=EXECUTOR_HELP),
+    address: Optional[str] = typer.Option(None, "--address", help="A running Dask scheduler (with --executor dask)."),
+    workers: Optional[int] = typer.Option(None, "--workers", "-w", help="Parallel workers (default: CPUs)."),
+    budget_s: Optional[float] = typer.Option(None, "--budget-s", help="Stop after this many seconds with the best "
+                                             "so far (marked incomplete)."),
+    report: bool = typer.Option(True, "--report/--no-report", help="Write report.html."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress and no table."),
+) -> None:
+    """The cheapest deployment (GPU, stack, precision, layout, replicas or P:D split, arm) meeting the plan's SLA."""
+    from simlab.common.errors import InputError
+    from simlab.studies.plan import run_plan
+    from simlab.studies.progress import default_progress
+
+    if address and workers:
+        raise InputError("sets the size of a LocalCluster; a running scheduler has its own workers",
+                         field="--workers", value=workers, valid="--workers without --address, or neither")
+    outcome = run_plan(plan_file, out, executor=executor, workers=workers, address=address, budget_s=budget_s,
+                       report=report, progress=default_progress(quiet), command=command_line())
+    doc = outcome.document
+    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    if not quiet:
+        stdout = Console()
+        if not stdout.is_terminal:
+            stdout = Console(width=160)
+        stdout.print(plan_table(doc))
+        stdout.print(f"results: {outcome.out}/")
+    if not doc["complete"]:
+        err.print("warning: the time budget ran out: the answer is the best found so far (plan.json: complete "
+                  "false)", markup=False)
+    if doc["best"] is None:
+        near = doc.get("closest")
+        text = ("no deployment within plan.max_gpus meets the SLA" +
+                (f"; closest: {_deployment_line(near)}, which misses {'; '.join(near['failing'])}" if near else ""))
+        err.print(f"warning: {text}", markup=False)
+
+
+def _deployment_line(d: dict) -> str:
+    split = d.get("disaggregation")
+    count = (f"{split['prefill_replicas']}:{split['decode_replicas']} prefill:decode" if split
+             else f"{d['replicas']} replica(s)")
+    ep = f" ep{d['expert_parallel']}" if d["expert_parallel"] > 1 else ""
+    return (f"{count} of {d['gpu']} {d['stack']} {d['precision']} tp{d['tensor_parallel']}{ep}, arm {d['arm']} "
+            f"({d['num_gpus']} GPUs, ${d['usd_per_hour']:,.2f}/h)")
+
+
+def plan_table(doc: dict):
+    """A rich table of each arm's cheapest deployment and the chosen one."""
+    from rich.table import Table
+
+    table = Table(title=f"cheapest deployment per arm meeting {_sla_text(doc)} ({doc['objective']})",
+                  title_justify="left")
+    for header in ("arm", "deployment", "GPUs", "USD/h", "chosen"):
+        table.add_column(header, justify="left" if header in ("arm", "deployment") else "right")
+    best = doc["best"]
+    for arm, d in doc["best_by_arm"].items():
+        if d is None:
+            table.add_row(arm, "none within max_gpus", "-", "-", "")
+            continue
+        chosen = best is not None and best["arm"] == arm
+        table.add_row(arm, _deployment_line(d).split(" (")[0], str(d["num_gpus"]), f"{d['usd_per_hour']:,.2f}",
+                      "yes" if chosen else "")
+    return table

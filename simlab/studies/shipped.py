@@ -25,15 +25,19 @@ REPORT_KIND = "study-report"
 FILES = {
     "sweep": ("report.html", "sweep.csv", "sweep.json", "positions.csv", "timing.csv"),
     "whatif": ("report.html", "whatif.json", "probes.csv"),
+    "plan": ("report.html", "plan.json", "plan.csv"),
 }
+OPTIONAL_FILES = {"plan": ("best.yaml", "launch_vllm.sh", "launch_sglang.sh")}  # absent when nothing meets the SLA
 
 
 @dataclass(frozen=True)
 class Study:
-    """A shipped study: a ``simlab sweep`` or ``simlab whatif`` of one scenario file."""
+    """A shipped study: a ``simlab sweep``, ``simlab whatif`` or ``simlab plan`` of one scenario (or plan) file;
+    a name with a slash (``plan/qwen3-8b-strict``) is a file in a folder of scenarios/studies/ and a folder of
+    reports/."""
 
     name: str
-    kind: str  # "sweep" or "whatif"
+    kind: str  # "sweep", "whatif" or "plan"
     options: dict[str, Any] = field(default_factory=dict)  # whatif: sla, vary, low, high, baseline
 
     @property
@@ -57,6 +61,10 @@ STUDIES: tuple[Study, ...] = (
     Study("gpus", "sweep"),
     Study("miscalibration", "sweep"),
     Study("disaggregation", "sweep"),
+    Study("plan/qwen3-8b-strict", "plan"),
+    Study("plan/qwen3-8b-loose", "plan"),
+    Study("plan/qwen3-30b-a3b-strict", "plan"),
+    Study("plan/qwen3-30b-a3b-loose", "plan"),
 )
 
 
@@ -83,7 +91,8 @@ def make_report(item: Study, repo: Path, *, workers: Optional[int] = None, execu
     target = check_out_dir(repo / "reports" / item.name, kind=REPORT_KIND)
     started = time.perf_counter()
     previous = Path.cwd()
-    work = Path(tempfile.mkdtemp(prefix=f"simlab-study-{item.name}-"))
+    work = Path(tempfile.mkdtemp(prefix=f"simlab-study-{item.name.replace('/', '-')}-"))
+    (work / item.name).parent.mkdir(parents=True, exist_ok=True)
     try:
         os.chdir(repo)
         folder = _run(item, work / item.name, workers=workers, executor=executor, progress=progress)
@@ -91,7 +100,10 @@ def make_report(item: Study, repo: Path, *, workers: Optional[int] = None, execu
         with staged_dir(target, kind=REPORT_KIND, command=item.command) as staging:
             for name in FILES[item.kind]:
                 shutil.copy2(folder / name, staging / name)
-            for png in sorted(folder.glob("report*.png")):
+            for name in OPTIONAL_FILES.get(item.kind, ()):
+                if (folder / name).is_file():
+                    shutil.copy2(folder / name, staging / name)
+            for png in sorted([*folder.glob("report*.png"), *folder.glob("plan-*.png")]):
                 shutil.copy2(png, staging / png.name)
             (staging / "study.json").write_text(json.dumps(_study_document(item, repo, wall_s, workers, executor),
                                                            indent=2) + "\n", encoding="utf-8")
@@ -110,6 +122,11 @@ def _run(item: Study, out: Path, *, workers, executor, progress) -> Path:
         if outcome.num_failed:
             raise RuntimeError(f"{item.name}: {outcome.num_failed} points failed: {outcome.errors}")
         return outcome.out
+    if item.kind == "plan":
+        from simlab.studies.plan import run_plan
+
+        return run_plan(Path(item.scenario), out, executor=executor, workers=workers, report=True, progress=progress,
+                        command=item.command).out
     from simlab.studies.whatif import prepare_whatif, run_whatif
 
     question = prepare_whatif(Path(item.scenario), **item.options)
@@ -140,7 +157,8 @@ def check_report(item: Study, repo: Path) -> list[str]:
     if document.get("command") != item.command:
         problems.append(f"reports/{item.name}/ was made by {document.get('command')!r}, not {item.command!r}")
     if not problems:
-        problems += recheck_sweep_point(item, repo) if item.kind == "sweep" else recheck_probe(item, repo)
+        recheck = {"sweep": recheck_sweep_point, "whatif": recheck_probe, "plan": recheck_plan}[item.kind]
+        problems += recheck(item, repo)
     return problems
 
 
@@ -215,4 +233,37 @@ def recheck_probe(item: Study, repo: Path) -> list[str]:
     if text[0] != header or text[1][1:] != rows[0][1:]:
         return [f"simulating the probe {question.field}={value} ({first['arm']}) again gives other numbers than "
                 f"reports/{item.name}/probes.csv"]
+    return []
+
+
+def recheck_plan(item: Study, repo: Path) -> list[str]:
+    """Simulate the committed plan's first candidate (its chosen deployment, when one meets the SLA) again and
+    compare its metrics exactly (but the wall time)."""
+    from simlab.studies.plan_search import DeploymentTask, run_deployment
+    from simlab.studies.plan_config import read_plan
+    from simlab.studies.plan_space import deployment_scenario, build_families, enumerate_layouts, plan_load
+
+    folder = repo / "reports" / item.name
+    document = json.loads((folder / "plan.json").read_text(encoding="utf-8"))
+    if not document["candidates"]:
+        return []
+    first = document["candidates"][0]
+    spec = read_plan(repo / item.scenario)
+    load = plan_load(spec)
+    families = build_families(spec, enumerate_layouts(spec, load)[0], load)
+    labels = [a.label for a in spec.arms]
+    family = next((f for f in families if f.layout.gpu == first["gpu"] and f.layout.stack == first["stack"]
+                   and f.layout.precision == first["precision"] and f.layout.tensor_parallel == first["tensor_parallel"]
+                   and f.layout.expert_parallel == first["expert_parallel"] and labels[f.arm] == first["arm"]
+                   and f.disaggregated == (first["disaggregation"] is not None)), None)
+    if family is None:
+        return [f"{item.scenario} no longer has the layout and arm of reports/{item.name}/plan.json's first candidate"]
+    value = first["disaggregation"] or first["replicas"]
+    result = run_deployment(DeploymentTask(deployment_scenario(spec, family, value), str(spec.file.resolve())))
+
+    def timeless(metrics):
+        return {k: v for k, v in (metrics or {}).items() if k != "sim_wall_s"}
+
+    if timeless(result["metrics"]) != timeless(first["metrics"]):
+        return [f"simulating the first candidate of reports/{item.name}/plan.json again gives other numbers"]
     return []

@@ -1,0 +1,114 @@
+"""Launch commands for a planned deployment, in the engines' own flag names at a named release: ``vllm serve``
+with ``--speculative-config '{JSON}'``, and SGLang's ``python -m sglang.launch_server`` with its
+``--speculative-*`` flags. One command starts one replica; a deployment of R replicas runs it R times behind a
+router (a disaggregated one: its prefill and decode commands, each as many times as its pool's replicas)."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from typing import Any, Optional
+
+# the releases whose flag names these commands use (vllm/engine/arg_utils.py; sglang/srt/server_args.py)
+VLLM_RELEASE = "0.13.0"
+SGLANG_RELEASE = "0.5.3"
+VLLM_METHODS = {"eagle3": "eagle3", "mtp": "mtp", "dflash": "dflash", "dspark": "dspark"}
+SGLANG_ALGORITHMS = {"eagle3": "EAGLE3", "mtp": "NEXTN", "dflash": "DFLASH", "dspark": "DSPARK"}
+DEFAULT_MAX_NUM_SEQS = 256  # simlab's EngineConfig defaults, which every deployment runs with unless the plan sets them
+DEFAULT_MAX_BATCH_TOKENS = 8192
+
+
+def drafter_placeholder(method: str, hf_id: str) -> str:
+    """What a command names when the plan gave no drafter checkpoint."""
+    return f"<{method} drafter for {hf_id}>"
+
+
+def _engine_limits(engine: dict) -> tuple[int, int]:
+    return (int(engine.get("max_num_seqs", DEFAULT_MAX_NUM_SEQS)),
+            int(engine.get("max_batch_tokens", DEFAULT_MAX_BATCH_TOKENS)))
+
+
+def vllm_speculative_config(arm: dict, hf_id: str, drafter: Optional[str]) -> Optional[dict]:
+    """The ``--speculative-config`` mapping of an arm (None without speculation)."""
+    method = arm["method"]
+    if method == "none":
+        return None
+    config: dict[str, Any] = {"method": VLLM_METHODS[method]}
+    if method != "mtp":  # MTP heads ship inside the target checkpoint
+        config["model"] = drafter or drafter_placeholder(method, hf_id)
+    config["num_speculative_tokens"] = int(arm["gamma"])
+    return config
+
+
+def vllm_command(hardware: dict, arm: dict, engine: dict, hf_id: str, drafter: Optional[str] = None,
+                 role: Optional[str] = None) -> str:
+    """``vllm serve ...`` for one replica (``role``: ``prefill`` or ``decode`` of a disaggregated deployment)."""
+    seqs, tokens = _engine_limits(engine)
+    words = ["vllm", "serve", hf_id, "--tensor-parallel-size", str(hardware["tensor_parallel"])]
+    tp, ep = int(hardware["tensor_parallel"]), int(hardware.get("expert_parallel", 1))
+    if ep > 1:
+        words += ["--enable-expert-parallel"]
+        if ep > tp:
+            words += ["--data-parallel-size", str(ep // tp)]
+    if hardware.get("precision") == "fp8":
+        words += ["--quantization", "fp8"]
+    elif hardware.get("precision") == "fp4":
+        words += ["--quantization", "modelopt_fp4"]
+    words += ["--max-num-seqs", str(seqs), "--max-num-batched-tokens", str(tokens)]
+    if role is not None:
+        words += ["--kv-transfer-config", json.dumps({"kv_connector": "NixlConnector", "kv_role": "kv_both"},
+                                                     separators=(",", ":"))]
+    spec = vllm_speculative_config(arm, hf_id, drafter) if role != "prefill" else None
+    if spec is not None:
+        words += ["--speculative-config", json.dumps(spec, separators=(",", ":"))]
+    return " ".join(shlex.quote(w) for w in words)
+
+
+def sglang_command(hardware: dict, arm: dict, engine: dict, hf_id: str, drafter: Optional[str] = None,
+                   role: Optional[str] = None) -> str:
+    """``python -m sglang.launch_server ...`` for one replica."""
+    seqs, tokens = _engine_limits(engine)
+    tp, ep = int(hardware["tensor_parallel"]), int(hardware.get("expert_parallel", 1))
+    words = ["python", "-m", "sglang.launch_server", "--model-path", hf_id, "--tp", str(max(tp, ep))]
+    if ep > 1:
+        words += ["--ep", str(ep)]
+        if ep > tp:
+            words += ["--enable-dp-attention", "--dp", str(ep // tp)]
+    if hardware.get("precision") == "fp8":
+        words += ["--quantization", "fp8"]
+    elif hardware.get("precision") == "fp4":
+        words += ["--quantization", "modelopt_fp4"]
+    words += ["--max-running-requests", str(seqs), "--chunked-prefill-size", str(tokens)]
+    if role is not None:
+        words += ["--disaggregation-mode", role, "--disaggregation-transfer-backend", "nixl"]
+    method = arm["method"]
+    if method != "none" and role != "prefill":
+        gamma = int(arm["gamma"])
+        tree = arm.get("tree")
+        words += ["--speculative-algorithm", SGLANG_ALGORITHMS[method]]
+        if method != "mtp":
+            words += ["--speculative-draft-model-path", drafter or drafter_placeholder(method, hf_id)]
+        words += ["--speculative-num-steps", str(gamma),
+                  "--speculative-eagle-topk", str(tree["topk"] if tree else 1),
+                  "--speculative-num-draft-tokens", str(tree["num_draft_tokens"] if tree else gamma + 1)]
+    return " ".join(shlex.quote(w) for w in words)
+
+
+def launch_commands(deployment: dict, scenario: dict, hf_id: str, drafter: Optional[str]) -> dict[str, list[str]]:
+    """Both engines' commands for a deployment, one per distinct replica role."""
+    hardware, arm, engine = scenario["hardware"], scenario["arms"][0], scenario.get("engine") or {}
+    roles = ["prefill", "decode"] if deployment.get("disaggregation") else [None]
+    return {"vllm": [vllm_command(hardware, arm, engine, hf_id, drafter, r) for r in roles],
+            "sglang": [sglang_command(hardware, arm, engine, hf_id, drafter, r) for r in roles]}
+
+
+def launch_file_text(engine: str, deployment: dict, commands: list[str]) -> str:
+    """A launch file: the command first (a vLLM file starts with ``vllm serve``), then what it stands for."""
+    release = VLLM_RELEASE if engine == "vllm" else SGLANG_RELEASE
+    split = deployment.get("disaggregation")
+    if split:
+        count = (f"# run the first line on {split['prefill_replicas']} prefill replica(s) and the second on "
+                 f"{split['decode_replicas']} decode replica(s), with a P/D proxy in front")
+    else:
+        count = f"# run on {deployment['replicas']} replica(s) behind a load balancer"
+    return "\n".join([*commands, count, f"# flags as of {engine} {release}; written by simlab plan", ""])

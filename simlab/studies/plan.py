@@ -1,0 +1,238 @@
+"""``simlab plan``: the cheapest deployment that serves a workload within an SLA, with speculative decoding in
+the search (docs/studies.md, "Planning a deployment").
+
+The plan file is read and checked (:mod:`plan_config`), its layouts and families enumerated with their bounds
+(:mod:`plan_space`), the search run on an executor (:mod:`plan_search`), and the folder (``kind: plan``)
+written: ``plan.json`` (the contract's document), ``plan.csv`` (every deployment evaluated or skipped, and why it
+lost), ``best.yaml`` (the chosen deployment as a scenario for ``simlab run``), ``launch_vllm.sh`` and
+``launch_sglang.sh`` (its launch commands), ``probes/`` (each simulated deployment, for resuming) and
+``report.html``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Optional
+
+from simlab.common.errors import InputError
+from simlab.studies.plan_config import PlanSpec, read_plan
+from simlab.studies.plan_search import Evaluated, PlanSearch, SearchResult
+from simlab.studies.plan_space import Family, build_families, enumerate_layouts, plan_load
+from simlab.studies.progress import StudyProgress
+from simlab.studies.table_csv import csv_text, metric_columns
+
+PLAN_KIND = "plan"
+NUM_LAUNCHED = 5  # launch commands for the top deployments
+
+
+@dataclass
+class PlanOutcome:
+    out: Path
+    document: dict
+    result: SearchResult
+
+
+def run_plan(plan_file: str | Path, out=None, *, executor: str = "local", workers: Optional[int] = None,
+             address: Optional[str] = None, budget_s: Optional[float] = None, report: bool = True,
+             progress: Optional[StudyProgress] = None, command: Optional[str] = None,
+             exhaustive: bool = False) -> PlanOutcome:
+    """Answer a plan and write its folder (default ``results/<name>-plan/``); a folder of an earlier run of the
+    plan is resumed. ``exhaustive`` simulates every deployment without bounds (for tests and checks)."""
+    from simlab.common.outputs import check_out_dir, open_resumable_dir
+    from simlab.studies.executors import make_executor
+
+    if budget_s is not None and not budget_s > 0:
+        raise InputError("must be a positive number of seconds", field="--budget-s", value=budget_s,
+                         valid="e.g. 120")
+    spec = read_plan(plan_file)
+    load = plan_load(spec)
+    layouts, skipped = enumerate_layouts(spec, load)
+    families = build_families(spec, layouts, load)
+    out_dir = check_out_dir(Path(out) if out is not None else Path("results") / f"{spec.name}-plan", kind=PLAN_KIND,
+                            inputs=[spec.file], resume=True)
+    progress = progress or StudyProgress()
+    with make_executor(executor, workers=workers, address=address) as pool:
+        open_resumable_dir(out_dir, kind=PLAN_KIND, command=command)
+        search = PlanSearch(spec, families, load, pool, progress, out_dir / "probes", budget_s, exhaustive)
+        result = search.run()
+    document = plan_document(spec, families, search, result, skipped, command)
+    write_plan_folder(out_dir, spec, families, search, result, document, report)
+    return PlanOutcome(out_dir, document, result)
+
+
+def deployment(spec: PlanSpec, family: Family, e: Evaluated, search: PlanSearch) -> dict:
+    """The contract's DEPLOYMENT of an evaluated deployment."""
+    layout = family.layout
+    split = e.value if family.disaggregated else None
+    return {
+        "gpu": layout.gpu, "stack": layout.stack, "precision": layout.precision,
+        "tensor_parallel": layout.tensor_parallel, "expert_parallel": layout.expert_parallel,
+        "replicas": e.units, "disaggregation": dict(split) if split else None, "arm": spec.arms[family.arm].label,
+        "num_gpus": family.num_gpus(e.units), "usd_per_hour": round(family.usd_per_hour(e.units), 6),
+        "meets_sla": e.meets, "metrics": e.metrics,
+        "engine": e.data.get("engine", {}),
+        "objective": search.objective(family, e.units, e.metrics) if e.metrics else None,
+        "failing": [] if e.meets else explain(spec, e),
+    }
+
+
+def explain(spec: PlanSpec, e: Evaluated) -> list[str]:
+    """The SLA conditions a deployment misses, each with its value (or its error)."""
+    if e.metrics is None:
+        return list(e.failing)
+    out = []
+    for c in spec.sla.conditions:
+        if not c.holds(e.metrics):
+            value = e.metrics.get(c.metric)
+            out.append(f"{c} ({c.metric}={value:.4g})" if isinstance(value, (int, float)) else f"{c} ({value})")
+    return out
+
+
+def closest(spec: PlanSpec, evaluated: list[Evaluated]) -> Optional[Evaluated]:
+    """The simulated deployment nearest to meeting the SLA: the least summed relative miss."""
+    def miss(e: Evaluated) -> float:
+        total = 0.0
+        for c in spec.sla.conditions:
+            value = e.metrics.get(c.metric)
+            if not isinstance(value, (int, float)):
+                total += 1e9
+            elif not c.holds(e.metrics):
+                total += abs(value - c.value) / max(abs(c.value), 1e-12)
+        return total
+
+    ran = [e for e in evaluated if e.metrics is not None]
+    return min(ran, key=miss) if ran else None
+
+
+def plan_document(spec: PlanSpec, families: list[Family], search: PlanSearch, result: SearchResult,
+                  skipped: list[tuple[str, str]], command: Optional[str]) -> dict:
+    """plan.json: the contract's ``sla``, ``objective``, ``best`` and ``candidates``, and how the search went."""
+    from simlab.common.version import __version__
+    from simlab.common.yaml_file import read_yaml
+    from simlab.hardware.specs import get_model
+    from simlab.studies.grid import data_sha256
+    from simlab.studies.launch import launch_commands
+
+    candidates = [deployment(spec, families[e.family], e, search) for e in result.evaluated]
+    best = candidates[0] if result.best is not None else None
+    hf_id = get_model(spec.model).hf_id
+    launched = 0
+    for c, e in zip(candidates, result.evaluated):
+        if c["meets_sla"] and launched < NUM_LAUNCHED:
+            c["launch"] = launch_commands(c, e.data, hf_id, spec.arms[families[e.family].arm].drafter)
+            launched += 1
+    by_arm: dict[str, Any] = {}
+    for index, arm in enumerate(spec.arms):
+        mine = next((c for c, e in zip(candidates, result.evaluated)
+                     if c["meets_sla"] and families[e.family].arm == index), None)
+        by_arm[arm.label] = {key: mine[key] for key in ("arm", "gpu", "stack", "precision", "tensor_parallel",
+                                                        "expert_parallel", "replicas", "disaggregation",
+                                                        "num_gpus", "usd_per_hour", "objective")} if mine else None
+    near = None
+    if best is None:
+        e = closest(spec, result.evaluated)
+        if e is not None:
+            near = next(c for c, x in zip(candidates, result.evaluated) if x is e)
+    space = sum(f.max_units - f.min_units + 1 for f in families)
+    return {
+        "generator": f"simlab {__version__}", "name": spec.name, "model": spec.model,
+        "plan_file": str(spec.file), "plan_sha256": data_sha256(read_yaml(spec.file, what="plan file")),
+        "command": command,
+        "sla": spec.sla.document(), "objective": spec.block.objective,
+        "complete": result.complete,
+        "best": best, "best_by_arm": by_arm, "closest": near,
+        "prices": {name: {"usd_per_hour": p.usd_per_hour, "source": p.source, "date": p.date}
+                   for name, p in spec.prices.items()},
+        "search": {"num_layouts": len({f.layout for f in families}), "num_families": len(families),
+                   "num_candidate_deployments": space, "num_simulated": result.num_simulated,
+                   "num_from_earlier_run": result.num_cached, "wall_s": round(result.wall_s, 3),
+                   "exhaustive": search.exhaustive,
+                   "families": [{"layout": f.layout.label, "arm": spec.arms[f.arm].label,
+                                 "disaggregated": f.disaggregated, "max_replicas": f.max_units,
+                                 "start": f.start, **vars(result.outcomes[f.index])} for f in families],
+                   "layouts_skipped": [{"layout": what, "why": why} for what, why in skipped]},
+        "candidates": candidates,
+    }
+
+
+def csv_rows(spec: PlanSpec, families: list[Family], document: dict) -> tuple[list[str], list[list[Any]]]:
+    """plan.csv: every deployment simulated (best first) with why it lost, then every family or count skipped."""
+    candidates = document["candidates"]
+    head = ["rank", "status", "why", "gpu", "stack", "precision", "tensor_parallel", "expert_parallel", "replicas",
+            "prefill_replicas", "decode_replicas", "arm", "num_gpus", "usd_per_hour", "objective", "meets_sla"]
+    metrics = [k for k in metric_columns(c["metrics"] for c in candidates if c["metrics"]) if k not in head]
+    rows = []
+    best = document["best"]
+    for rank, c in enumerate(candidates, 1):
+        split = c["disaggregation"] or {}
+        if c is best:
+            status, why = "chosen", "meets the SLA at the lowest " + spec.block.objective
+        elif c["meets_sla"] and c["objective"] <= best["objective"] * (1 + 1e-9):
+            status, why = "tie", (f"meets the SLA at the same {spec.block.objective} as the chosen; ranked below it "
+                                  "(more GPUs or a slower median user)")
+        elif c["meets_sla"]:
+            status, why = "dearer", (f"meets the SLA; {spec.block.objective} {c['objective']:.4g} vs the chosen "
+                                     f"{best['objective']:.4g}")
+        else:
+            status, why = "misses", "; ".join(c["failing"])
+        rows.append([rank, status, why, c["gpu"], c["stack"], c["precision"], c["tensor_parallel"],
+                     c["expert_parallel"], c["replicas"], split.get("prefill_replicas"), split.get("decode_replicas"),
+                     c["arm"], c["num_gpus"], c["usd_per_hour"], c["objective"], c["meets_sla"],
+                     *((c["metrics"] or {}).get(k) for k in metrics)])
+    for f, info in zip(families, document["search"]["families"]):
+        if info["status"] == "answer":
+            continue
+        low = info["dearer_from"] or f.min_units
+        if info["status"] == "misses":
+            continue  # its simulated counts are rows above
+        rows.append(["", "not simulated" if info["status"] != "dearer" or low == f.min_units else "dearer",
+                     info["reason"], f.layout.gpu, f.layout.stack, f.layout.precision, f.layout.tensor_parallel,
+                     f.layout.expert_parallel, f"{low}-{f.max_units}", "", "", spec.arms[f.arm].label,
+                     "", "", "", False, *([""] * len(metrics))])
+    for item in document["search"]["layouts_skipped"]:
+        rows.append(["", "does not fit", item["why"], *item["layout"].split(" ")[:4], "", "", "", "", "", "", "", "",
+                     "", False, *([""] * len(metrics))][:len(head) + len(metrics)])
+    return [*head, *metrics], rows
+
+
+def write_plan_folder(out_dir: Path, spec: PlanSpec, families: list[Family], search: PlanSearch,
+                      result: SearchResult, document: dict, report: bool) -> None:
+    """Write the plan's files, each atomically (the folder and its probes/ stay for a rerun)."""
+    import yaml
+
+    from simlab.common.outputs import write_file_atomic
+    from simlab.studies.launch import launch_file_text
+
+    write_file_atomic(out_dir / "plan.json", json.dumps(document, indent=2) + "\n")
+    write_file_atomic(out_dir / "plan.csv", csv_text(*csv_rows(spec, families, document)))
+    best = document["best"]
+    for name in ("best.yaml", "launch_vllm.sh", "launch_sglang.sh"):
+        (out_dir / name).unlink(missing_ok=True)  # an earlier run's answer must not outlive this one's
+    if best is not None:
+        scenario = _portable(result.best.data, spec)
+        text = yaml.safe_dump(scenario, sort_keys=False)
+        write_file_atomic(out_dir / "best.yaml", "# written by simlab plan: the chosen deployment; "
+                                                 "re-run it with `simlab run best.yaml`\n" + text)
+        for engine in ("vllm", "sglang"):
+            write_file_atomic(out_dir / f"launch_{engine}.sh",
+                              launch_file_text(engine, best, best["launch"][engine]))
+    if report:
+        from simlab.studies.plan_report import write_plan_report
+
+        write_plan_report(out_dir, document)
+
+
+def _portable(data: dict, spec: PlanSpec) -> dict:
+    """A deployment's scenario whose relative paths (a trace, an acceptance file) hold from any folder."""
+    from simlab.common.resources import is_bare_name
+
+    data = json.loads(json.dumps(data))
+    base = Path(spec.file).resolve().parent
+    workload = data.get("workload") or {}
+    if isinstance(workload.get("path"), str) and not is_bare_name(workload["path"]):
+        workload["path"] = str((base / workload["path"]).resolve())
+    if isinstance(data.get("acceptance"), str) and not is_bare_name(data["acceptance"]):
+        data["acceptance"] = str((base / data["acceptance"]).resolve())
+    return data

@@ -1,0 +1,164 @@
+"""Arms of a plan as users type them: simlab's own (``method``, ``gamma``, ``tree``), a vLLM
+``speculative_config`` mapping (``vllm:``), or SGLang's ``--speculative-*`` flags (``sglang:``, a mapping or
+the flags as one string). Each becomes a simlab arm and the drafter checkpoint it names, which the launch
+commands translate back (:mod:`simlab.studies.launch`)."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from simlab.common.errors import InputError
+
+# vLLM speculative_config "method" -> simlab method (vllm/config/speculative.py's names)
+VLLM_METHODS = {"eagle3": "eagle3", "eagle": "eagle3", "mtp": "mtp", "deepseek_mtp": "mtp", "qwen3_next_mtp": "mtp",
+                "glm4_moe_mtp": "mtp", "mimo_mtp": "mtp", "ernie_mtp": "mtp", "dflash": "dflash", "dspark": "dspark"}
+VLLM_KEYS = ("method", "model", "num_speculative_tokens", "draft_tensor_parallel_size", "max_model_len",
+             "disable_padded_drafter_batch")
+# SGLang --speculative-algorithm -> simlab method (NEXTN is SGLang's name for a model's own MTP heads)
+SGLANG_ALGORITHMS = {"EAGLE3": "eagle3", "EAGLE": "eagle3", "NEXTN": "mtp", "DFLASH": "dflash", "DSPARK": "dspark"}
+SGLANG_KEYS = ("speculative_algorithm", "speculative_draft_model_path", "speculative_num_steps",
+               "speculative_eagle_topk", "speculative_num_draft_tokens")
+SIMLAB_KEYS = ("name", "method", "gamma", "scheduler", "calibration", "tree")
+FORMS = "method (none, mtp, eagle3, dflash, dspark) with gamma, or vllm: {speculative_config}, or sglang: {...} / '--speculative-* flags'"
+
+
+@dataclass(frozen=True)
+class PlanArm:
+    """A plan's arm: the simlab arm a scenario runs, the drafter checkpoint named (if any) and how it was given."""
+
+    arm: dict
+    drafter: Optional[str]
+    given_as: str  # "simlab", "vllm" or "sglang"
+
+    @property
+    def label(self) -> str:
+        from simlab.config.arms import Arm
+
+        return Arm(**self.arm).label
+
+
+def read_arm(raw: Any, index: int, *, file: str) -> PlanArm:
+    """One entry of a plan's ``arms:`` as a :class:`PlanArm`; every problem is an :class:`InputError` naming
+    ``arms[index]`` and its field."""
+    where = f"arms[{index}]"
+    if not isinstance(raw, dict):
+        raise InputError("is not a mapping", file=file, field=where, value=raw, valid=FORMS)
+    raw = dict(raw)
+    drafter = raw.pop("drafter", None)
+    given = [k for k in ("vllm", "sglang") if k in raw]
+    if len(given) > 1 or (given and "method" in raw):
+        raise InputError("gives the drafter twice", file=file, field=where, value=sorted(raw), valid=f"one of {FORMS}")
+    if not given:
+        if "method" not in raw:
+            raise InputError("has no method", file=file, field=f"{where}.method", valid=FORMS)
+        return PlanArm(raw, None if drafter is None else str(drafter), "simlab")
+    kind = given[0]
+    spec = raw.pop(kind)
+    extra = {k: v for k, v in raw.items() if k in ("name", "scheduler", "calibration")}
+    unknown = sorted(set(raw) - set(extra))
+    if unknown:
+        raise InputError("is not a field of an arm given as engine flags", file=file, field=f"{where}.{unknown[0]}",
+                         valid="name, scheduler, calibration, drafter")
+    arm, model = (_from_vllm if kind == "vllm" else _from_sglang)(spec, f"{where}.{kind}", file)
+    return PlanArm({**extra, **arm}, drafter if drafter is not None else model, kind)
+
+
+def _from_vllm(spec: Any, field: str, file: str) -> tuple[dict, Optional[str]]:
+    if isinstance(spec, str):
+        try:
+            spec = json.loads(spec)
+        except ValueError:
+            raise InputError("is not JSON", file=file, field=field, value=spec,
+                             valid='a speculative_config, e.g. {"method": "eagle3", "num_speculative_tokens": 3}') from None
+    if not isinstance(spec, dict):
+        raise InputError("is not a mapping", file=file, field=field, value=spec, valid="a speculative_config mapping")
+    for key in spec:
+        if key not in VLLM_KEYS:
+            raise InputError("is not a speculative_config key simlab reads", file=file, field=f"{field}.{key}",
+                             valid=", ".join(VLLM_KEYS))
+    method = spec.get("method")
+    if method is None:
+        raise InputError("has no method", file=file, field=f"{field}.method", valid=", ".join(VLLM_METHODS))
+    if str(method) not in VLLM_METHODS:
+        raise InputError("is not a method simlab models", file=file, field=f"{field}.method", value=method,
+                         valid=", ".join(VLLM_METHODS))
+    gamma = spec.get("num_speculative_tokens")
+    if not isinstance(gamma, int) or isinstance(gamma, bool) or gamma < 1:
+        raise InputError("must be a positive integer", file=file, field=f"{field}.num_speculative_tokens",
+                         value=gamma, valid="the draft length, e.g. 3")
+    return {"method": VLLM_METHODS[str(method)], "gamma": gamma}, spec.get("model")
+
+
+def _sglang_mapping(spec: Any, field: str, file: str) -> dict:
+    if isinstance(spec, str):
+        words = shlex.split(spec)
+        out: dict[str, Any] = {}
+        i = 0
+        while i < len(words):
+            word = words[i]
+            if not word.startswith("--"):
+                raise InputError("is not a --flag", file=file, field=field, value=word, valid="--speculative-* VALUE ...")
+            name, equals, value = word[2:].partition("=")
+            if not equals:
+                if i + 1 >= len(words):
+                    raise InputError("has no value", file=file, field=field, value=word, valid="--flag VALUE")
+                value, i = words[i + 1], i + 1
+            out[name] = value
+            i += 1
+        spec = out
+    if not isinstance(spec, dict):
+        raise InputError("is not a mapping or a string of flags", file=file, field=field, value=spec,
+                         valid="--speculative-algorithm EAGLE3 --speculative-num-steps 3 ...")
+    return {str(k).lstrip("-").replace("-", "_"): v for k, v in spec.items()}
+
+
+def _int(spec: dict, key: str, field: str, file: str, default: Optional[int] = None) -> Optional[int]:
+    value = spec.get(key, default)
+    if value is None:
+        return None
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        number = 0
+    if number < 1 or str(value).strip() != str(number):
+        raise InputError("must be a positive integer", file=file, field=f"{field}.{key}", value=value,
+                         valid="an integer >= 1")
+    return number
+
+
+def _from_sglang(spec: Any, field: str, file: str) -> tuple[dict, Optional[str]]:
+    spec = _sglang_mapping(spec, field, file)
+    for key in spec:
+        if key not in SGLANG_KEYS:
+            raise InputError("is not a speculative flag simlab reads", file=file, field=f"{field}.{key}",
+                             valid=", ".join("--" + k.replace("_", "-") for k in SGLANG_KEYS))
+    algorithm = spec.get("speculative_algorithm")
+    if algorithm is None:
+        raise InputError("has no speculative_algorithm", file=file, field=f"{field}.speculative_algorithm",
+                         valid=", ".join(SGLANG_ALGORITHMS))
+    if str(algorithm).upper() not in SGLANG_ALGORITHMS:
+        raise InputError("is not an algorithm simlab models", file=file, field=f"{field}.speculative_algorithm",
+                         value=algorithm, valid=", ".join(SGLANG_ALGORITHMS))
+    method = SGLANG_ALGORITHMS[str(algorithm).upper()]
+    steps = _int(spec, "speculative_num_steps", field, file)
+    if steps is None:
+        raise InputError("is needed (the draft depth)", file=file, field=f"{field}.speculative_num_steps",
+                         valid="an integer >= 1, e.g. 3")
+    topk = _int(spec, "speculative_eagle_topk", field, file, 1)
+    tokens = _int(spec, "speculative_num_draft_tokens", field, file, None)
+    arm: dict[str, Any] = {"method": method, "gamma": steps}
+    if topk > 1:
+        if method != "eagle3":
+            raise InputError(f"a draft tree is drafted by EAGLE3, not {algorithm}", file=file,
+                             field=f"{field}.speculative_eagle_topk", value=topk, valid="1")
+        if tokens is None:
+            raise InputError("is needed with speculative_eagle_topk > 1 (the tree's tokens)", file=file,
+                             field=f"{field}.speculative_num_draft_tokens", valid="an integer >= 2")
+        arm["tree"] = {"topk": topk, "num_draft_tokens": tokens}
+    elif tokens is not None and tokens != steps + 1:
+        raise InputError(f"a chain of {steps} steps verifies {steps + 1} tokens", file=file,
+                         field=f"{field}.speculative_num_draft_tokens", value=tokens, valid=str(steps + 1))
+    return arm, spec.get("speculative_draft_model_path")

@@ -1,0 +1,173 @@
+"""A plan's ``report.html``: the answer, the ranked deployments, the Pareto front of tokens/s per GPU against
+tokens/s per user with the chosen deployment marked, each arm's cheapest deployment side by side (what
+speculation saves), and the launch commands of the top deployments. Self-contained, like every simlab page."""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+from typing import Any, Optional
+
+import numpy as np
+
+NUM_RANKED = 30
+
+
+def _money(value: Optional[float]) -> str:
+    return "–" if value is None else f"${value:,.2f}/h"
+
+
+def _deployment_text(d: dict) -> str:
+    split = d.get("disaggregation")
+    count = (f"{split['prefill_replicas']} prefill + {split['decode_replicas']} decode replicas" if split
+             else f"{d['replicas']} replica{'s' if d['replicas'] != 1 else ''}")
+    ep = f" ep{d['expert_parallel']}" if d["expert_parallel"] > 1 else ""
+    return (f"{count} of {d['gpu']} {d['stack']} {d['precision']} tp{d['tensor_parallel']}{ep}, arm {d['arm']}: "
+            f"{d['num_gpus']} GPUs, {_money(d['usd_per_hour'])}")
+
+
+def pareto_png(doc: dict) -> Optional[bytes]:
+    """Output tokens/s per GPU against the median user's tokens/s, every simulated deployment, by arm; the front
+    of those meeting the SLA drawn, the chosen one starred."""
+    from simlab.studies.figures import arm_colours, new_figure, pareto_mask, png_bytes
+
+    points = [c for c in doc["candidates"] if c["metrics"]]
+    if not points:
+        return None
+    arms = list(doc["best_by_arm"])
+    colours = arm_colours(arms)
+    fig, (ax,) = new_figure(1, width=9.0, height=5.5)
+    for arm in arms:
+        mine = [c for c in points if c["arm"] == arm]
+        for meets in (True, False):
+            sel = [c for c in mine if c["meets_sla"] == meets]
+            if sel:
+                ax.scatter([c["metrics"]["median_user_tok_s"] for c in sel],
+                           [c["metrics"]["output_throughput_per_gpu"] for c in sel], s=28,
+                           facecolors=colours[arm] if meets else "none", edgecolors=colours[arm],
+                           label=f"{arm} ({'meets' if meets else 'misses'} SLA)")
+    x = np.array([c["metrics"]["median_user_tok_s"] or np.nan for c in points], dtype=float)
+    y = np.array([c["metrics"]["output_throughput_per_gpu"] or np.nan for c in points], dtype=float)
+    front = pareto_mask(x, y)
+    order = np.argsort(x[front])
+    ax.plot(x[front][order], y[front][order], color="#555", lw=1, ls="--", label="Pareto front")
+    best = doc["best"]
+    if best is not None:
+        ax.scatter([best["metrics"]["median_user_tok_s"]], [best["metrics"]["output_throughput_per_gpu"]],
+                   marker="*", s=320, color="gold", edgecolors="black", zorder=5, label="chosen")
+    ax.set_xlabel("median user speed (output tokens/s per user)")
+    ax.set_ylabel("output tokens/s per GPU")
+    ax.set_title("Deployments simulated: throughput per GPU against speed per user")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, loc="best")
+    return png_bytes(fig)
+
+
+def arms_png(doc: dict) -> Optional[bytes]:
+    """Each arm's cheapest deployment meeting the SLA, in USD per hour, side by side."""
+    from simlab.studies.figures import arm_colours, new_figure, png_bytes
+
+    arms = list(doc["best_by_arm"])
+    colours = arm_colours(arms)
+    found = [(a, d) for a, d in doc["best_by_arm"].items() if d]
+    if not found:
+        return None
+    fig, (ax,) = new_figure(1, width=7.0, height=3.8)
+    ax.bar([a for a, _ in found], [d["usd_per_hour"] for _, d in found], color=[colours[a] for a, _ in found])
+    for i, (_, d) in enumerate(found):
+        ax.text(i, d["usd_per_hour"], f"${d['usd_per_hour']:,.2f}/h\n{d['num_gpus']}x {d['gpu']}", ha="center",
+                va="bottom", fontsize=8)
+    ax.set_ylabel("USD per hour")
+    ax.set_ylim(0, max(d["usd_per_hour"] for _, d in found) * 1.3)
+    ax.set_title("Cheapest deployment meeting the SLA, per arm")
+    return png_bytes(fig)
+
+
+def _answer(doc: dict) -> list[str]:
+    sla = ", ".join(f"{m} {op} {v:g}" for m, (op, v) in doc["sla"].items())
+    out = [f"<p>SLA: <code>{html.escape(sla)}</code>; objective: <code>{doc['objective']}</code>; model "
+           f"<code>{html.escape(doc['model'])}</code>.</p>"]
+    if not doc["complete"]:
+        out.append("<p><b>Incomplete:</b> the time budget ran out; this is the best found so far.</p>")
+    if doc["best"] is None:
+        near = doc.get("closest")
+        out.append("<p><b>No deployment within max_gpus meets the SLA.</b>"
+                   + (f" Closest: {html.escape(_deployment_text(near))}, missing "
+                      f"{html.escape('; '.join(near['failing']))}." if near else "") + "</p>")
+    else:
+        out.append(f"<p><b>Chosen:</b> {html.escape(_deployment_text(doc['best']))}.</p>")
+    base = doc["best_by_arm"].get("no-spec") or next((d for d in doc["best_by_arm"].values() if d), None)
+    rows = []
+    for arm, d in doc["best_by_arm"].items():
+        if d is None:
+            rows.append([arm, "none within max_gpus", "–", "–", "–"])
+            continue
+        saves = "–" if base is None or d is base else f"{base['usd_per_hour'] - d['usd_per_hour']:+,.2f}"
+        rows.append([arm, _deployment_text(d), d["num_gpus"], f"{d['usd_per_hour']:,.2f}", saves])
+    from simlab.studies.report_html import _table
+
+    out.append("<h2>Each arm's cheapest deployment</h2>")
+    out.append(_table(["arm", "deployment", "GPUs", "USD/h", "saves vs no-spec USD/h"], rows, text_columns=2))
+    return out
+
+
+def _ranked(doc: dict) -> str:
+    from simlab.studies.report_html import _table
+
+    rows = []
+    for rank, c in enumerate(doc["candidates"][:NUM_RANKED], 1):
+        m = c["metrics"] or {}
+        split = c["disaggregation"]
+        rows.append([rank, c["arm"], f"{c['gpu']} {c['stack']} {c['precision']} tp{c['tensor_parallel']}"
+                     + (f" ep{c['expert_parallel']}" if c["expert_parallel"] > 1 else ""),
+                     f"{split['prefill_replicas']}:{split['decode_replicas']}" if split else c["replicas"],
+                     c["num_gpus"], f"{c['usd_per_hour']:,.2f}", "yes" if c["meets_sla"] else "no",
+                     "; ".join(c["failing"]) or "–",
+                     *(f"{m[k]:,.1f}" if isinstance(m.get(k), (int, float)) else "–"
+                       for k in (*doc["sla"], "median_user_tok_s", "output_throughput_per_gpu"))])
+    return _table(["rank", "arm", "layout", "replicas (P:D)", "GPUs", "USD/h", "meets", "misses", *doc["sla"],
+                   "user tok/s", "tok/s/GPU"], rows, text_columns=3)
+
+
+def _launch(doc: dict) -> list[str]:
+    out = ["<h2>Launch commands</h2>", "<p>One command per replica (per pool when disaggregated); vLLM and SGLang "
+           "flag names at the releases named in each file. A drafter shown as &lt;...&gt; was not named in the plan "
+           "(give an arm <code>drafter:</code>).</p>"]
+    for rank, c in enumerate([c for c in doc["candidates"] if c.get("launch")], 1):
+        out.append(f"<p>{rank}. {html.escape(_deployment_text(c))}</p>")
+        for engine, commands in c["launch"].items():
+            out.append(f"<pre>{html.escape(chr(10).join(commands))}</pre>")
+    return out
+
+
+def write_plan_report(folder: Path, doc: dict) -> Path:
+    """Write ``folder/report.html`` (and its PNGs beside it)."""
+    from simlab.common.outputs import write_file_atomic
+    from simlab.studies.report_html import _document, _figure, _meta
+
+    search = doc["search"]
+    body: list[str] = [_meta(doc.get("command"), doc.get("plan_file"), doc.get("plan_sha256", "")),
+                       *_answer(doc)]
+    images: dict[str, bytes] = {}
+    for name, caption, draw in (("plan-pareto.png", "Every simulated deployment (filled: meets the SLA)", pareto_png),
+                                ("plan-arms.png", "What speculation saves: each arm's cheapest deployment", arms_png)):
+        payload = draw(doc)
+        if payload is not None:
+            images[name] = payload
+            body.append(_figure(name, caption, payload))
+    body.append("<h2>Deployments, best first</h2>")
+    body.append(f"<p>{search['num_simulated']} simulated ({search['num_from_earlier_run']} from an earlier run) of "
+                f"{search['num_candidate_deployments']} candidate deployments in {search['num_families']} families "
+                f"(layout x arm) over {search['num_layouts']} layouts, in {search['wall_s']:.1f} s; the rest were "
+                "ruled out by bounds (see plan.csv for why each lost).</p>")
+    body.append(_ranked(doc))
+    body.extend(_launch(doc))
+    prices = [[g, f"{p['usd_per_hour']:.2f}", p["source"], p.get("date") or "–"] for g, p in doc["prices"].items()]
+    from simlab.studies.report_html import _table
+
+    body.append("<h2>Prices</h2>" + _table(["GPU", "USD per GPU-hour", "source", "date"], prices, text_columns=1))
+    for name, payload in images.items():
+        write_file_atomic(folder / name, payload)
+    page = folder / "report.html"
+    write_file_atomic(page, _document(f"simlab plan: {doc['name']}", body))
+    return page
