@@ -272,7 +272,7 @@ class PlanSearch:
             self.num_simulated += 1
             e = self._record(f, units, value, data, result)
             self.progress.done(self._describe(f, value), failed=result["metrics"] is None,
-                               note="meets the SLA" if e.meets else ", ".join(e.failing))
+                               note="meets the SLA" if e.meets else "misses " + ", ".join(e.failing))
             if self.budget_s is not None and time.perf_counter() - self.started > self.budget_s:
                 self.out_of_time = True
                 break
