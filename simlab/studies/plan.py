@@ -192,8 +192,9 @@ def csv_rows(spec: PlanSpec, families: list[Family], document: dict) -> tuple[li
                      f.layout.expert_parallel, f"{low}-{f.max_units}", "", "", spec.arms[f.arm].label,
                      "", "", "", False, *([""] * len(metrics))])
     for item in document["search"]["layouts_skipped"]:
-        rows.append(["", "does not fit", item["why"], *item["layout"].split(" ")[:4], "", "", "", "", "", "", "", "",
-                     "", False, *([""] * len(metrics))][:len(head) + len(metrics)])
+        gpu, stack, precision, tp, *ep = item["layout"].split(" ")
+        rows.append(["", "does not fit", item["why"], gpu, stack, precision, int(tp[2:]), int(ep[0][2:]) if ep else 1,
+                     "", "", "", "", "", "", "", False, *([""] * len(metrics))])
     return [*head, *metrics], rows
 
 
