@@ -46,7 +46,6 @@ def test_contract_plan_file_runs_as_given(tmp_path):
 
 
 def test_bounded_search_equals_exhaustive_and_the_answer_reruns(tmp_path):
-    from simlab.runner import run_scenario
     from simlab.studies.plan import run_plan
     from simlab.studies.sla import parse_sla
 
@@ -134,7 +133,8 @@ def test_arms_as_vllm_and_sglang_flags_translate_both_ways(tmp_path):
                     0, file="p.yaml")
     assert vllm.arm == {"name": "e", "method": "eagle3", "gamma": 4} and vllm.drafter == "org/drafter"
     tree = read_arm({"sglang": "--speculative-algorithm EAGLE3 --speculative-num-steps 3 --speculative-eagle-topk 4 "
-                               "--speculative-num-draft-tokens 8 --speculative-draft-model-path org/d"}, 1, file="p.yaml")
+                               "--speculative-num-draft-tokens 8 --speculative-draft-model-path org/d"}, 1,
+                    file="p.yaml")
     assert tree.arm == {"method": "eagle3", "gamma": 3, "tree": {"topk": 4, "num_draft_tokens": 8}}
     mtp = read_arm({"sglang": {"speculative_algorithm": "NEXTN", "speculative_num_steps": 2}}, 2, file="p.yaml")
     assert mtp.arm == {"method": "mtp", "gamma": 2}
@@ -161,7 +161,8 @@ def test_disaggregated_splits_are_searched_and_launch_per_pool(tmp_path):
     for c in splits:
         d = c["disaggregation"]
         assert c["replicas"] == d["prefill_replicas"] + d["decode_replicas"]
-        assert c["num_gpus"] == c["replicas"] and c["engine"]["disaggregation"]["prefill_replicas"] == d["prefill_replicas"]
+        assert c["num_gpus"] == c["replicas"]
+        assert c["engine"]["disaggregation"]["prefill_replicas"] == d["prefill_replicas"]
     scenario = {"hardware": {"tensor_parallel": 1, "expert_parallel": 1, "precision": "fp8"},
                 "arms": [{"method": "eagle3", "gamma": 3}], "engine": {}}
     commands = launch_commands(splits[0], scenario, "Qwen/Qwen3-8B", None)

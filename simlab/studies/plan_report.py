@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import html
 from pathlib import Path
-from typing import Any, Optional
+from typing import Optional
 
 import numpy as np
 
