@@ -216,9 +216,11 @@ def write_plan_folder(out_dir: Path, spec: PlanSpec, families: list[Family], sea
         text = yaml.safe_dump(scenario, sort_keys=False)
         write_file_atomic(out_dir / "best.yaml", "# written by simlab plan: the chosen deployment; "
                                                  "re-run it with `simlab run best.yaml`\n" + text)
+        hardware = result.best.data["hardware"]
         for engine in ("vllm", "sglang"):
+            version = hardware.get("stack_version") if hardware.get("stack") == engine else None
             write_file_atomic(out_dir / f"launch_{engine}.sh",
-                              launch_file_text(engine, best, best["launch"][engine]))
+                              launch_file_text(engine, best, best["launch"][engine], version))
     if report:
         from simlab.studies.plan_report import write_plan_report
 
