@@ -267,9 +267,36 @@ def disaggregation() -> str:
             "split of the same GPUs: " + "; ".join(out) + ".")
 
 
+def _plan_deployment(d: dict) -> str:
+    ep = f" ep{d['expert_parallel']}" if d["expert_parallel"] > 1 else ""
+    split = d.get("disaggregation")
+    count = f"{split['prefill_replicas']}:{split['decode_replicas']} P:D" if split else f"{d['replicas']} x"
+    return f"{count} {d['gpu']} {d['precision']} tp{d['tensor_parallel']}{ep} ({d['num_gpus']} GPUs, ${d['usd_per_hour']:.2f}/h)"
+
+
+def plan(name: str) -> str:
+    doc = json.loads((REPO / "reports" / name / "plan.json").read_text(encoding="utf-8"))
+    base = doc["best_by_arm"].get("no-spec")
+    parts = []
+    for arm, d in doc["best_by_arm"].items():
+        if d is None:
+            parts.append(f"`{arm}` none within max_gpus")
+            continue
+        saves = ""
+        if base is not None and arm != "no-spec":
+            saves = f", {1 - d['usd_per_hour'] / base['usd_per_hour']:.0%} cheaper than no speculation"
+        parts.append(f"`{arm}` {_plan_deployment(d)}{saves}")
+    s = doc["search"]
+    sla = ", ".join(f"{m} {op} {v:g}" for m, (op, v) in doc["sla"].items())
+    return (f"Cheapest deployment per arm meeting {sla}: " + "; ".join(parts) + f". Chosen: `{doc['best']['arm']}`. "
+            f"{s['num_simulated']} of {s['num_candidate_deployments']} candidate deployments simulated.")
+
+
 STUDIES = {"crossover": crossover, "deepseek-sla": deepseek_sla, "deepseek-concurrency": deepseek_concurrency,
            "capacity": capacity, "gpus": gpus,
-           "miscalibration": miscalibration, "disaggregation": disaggregation}
+           "miscalibration": miscalibration, "disaggregation": disaggregation,
+           **{f"plan/{v}": (lambda v=v: plan(f"plan/{v}")) for v in ("qwen3-8b-strict", "qwen3-8b-loose",
+                                                                    "qwen3-30b-a3b-strict", "qwen3-30b-a3b-loose")}}
 
 
 def markers(name: str) -> tuple[str, str]:

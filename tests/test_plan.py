@@ -46,7 +46,6 @@ def test_contract_plan_file_runs_as_given(tmp_path):
 
 
 def test_bounded_search_equals_exhaustive_and_the_answer_reruns(tmp_path):
-    from simlab.runner import run_scenario
     from simlab.studies.plan import run_plan
     from simlab.studies.sla import parse_sla
 
@@ -134,7 +133,8 @@ def test_arms_as_vllm_and_sglang_flags_translate_both_ways(tmp_path):
                     0, file="p.yaml")
     assert vllm.arm == {"name": "e", "method": "eagle3", "gamma": 4} and vllm.drafter == "org/drafter"
     tree = read_arm({"sglang": "--speculative-algorithm EAGLE3 --speculative-num-steps 3 --speculative-eagle-topk 4 "
-                               "--speculative-num-draft-tokens 8 --speculative-draft-model-path org/d"}, 1, file="p.yaml")
+                               "--speculative-num-draft-tokens 8 --speculative-draft-model-path org/d"}, 1,
+                    file="p.yaml")
     assert tree.arm == {"method": "eagle3", "gamma": 3, "tree": {"topk": 4, "num_draft_tokens": 8}}
     mtp = read_arm({"sglang": {"speculative_algorithm": "NEXTN", "speculative_num_steps": 2}}, 2, file="p.yaml")
     assert mtp.arm == {"method": "mtp", "gamma": 2}
@@ -147,3 +147,38 @@ def test_arms_as_vllm_and_sglang_flags_translate_both_ways(tmp_path):
     flags = back.split("--speculative-algorithm")[1]
     again = read_arm({"sglang": "--speculative-algorithm" + flags}, 3, file="p.yaml")
     assert again.arm == tree.arm and again.drafter == "org/d"
+
+
+def test_disaggregated_splits_are_searched_and_launch_per_pool(tmp_path):
+    from simlab.studies.launch import launch_commands
+    from simlab.studies.plan import run_plan
+
+    path = small_plan(tmp_path, gpus=[{"gpu": "h100-sxm", "usd_per_hour": 2.5}], precision="fp8",
+                      tensor_parallel=[1], max_gpus=4, disaggregation=True)
+    doc = run_plan(path, tmp_path / "pd", workers=2, report=False).document
+    splits = [c for c in doc["candidates"] if c["disaggregation"]]
+    assert splits, "no prefill:decode split was simulated"
+    for c in splits:
+        d = c["disaggregation"]
+        assert c["replicas"] == d["prefill_replicas"] + d["decode_replicas"]
+        assert c["num_gpus"] == c["replicas"]
+        assert c["engine"]["disaggregation"]["prefill_replicas"] == d["prefill_replicas"]
+    scenario = {"hardware": {"tensor_parallel": 1, "expert_parallel": 1, "precision": "fp8"},
+                "arms": [{"method": "eagle3", "gamma": 3}], "engine": {}}
+    commands = launch_commands(splits[0], scenario, "Qwen/Qwen3-8B", None)
+    assert len(commands["vllm"]) == 2 and all(c.startswith("vllm serve") for c in commands["vllm"])
+    assert "--speculative-config" not in commands["vllm"][0] and "--speculative-config" in commands["vllm"][1]
+    assert "--disaggregation-mode prefill" in commands["sglang"][0]
+
+
+def test_simlab_report_redraws_a_plan_folder(tmp_path):
+    from simlab.studies.plan import run_plan
+
+    path = small_plan(tmp_path, max_gpus=2, tensor_parallel=[1], precision="fp8")
+    out = run_plan(path, tmp_path / "p", workers=1).out
+    first = (out / "report.html").read_text()
+    (out / "report.html").unlink()
+    code, stdout, stderr = run_cli("report", str(out))
+    assert code == 0, stderr
+    page = (out / "report.html").read_text()
+    assert page == first and "data:image/png;base64," in page and "vllm serve" in page

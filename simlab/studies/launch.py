@@ -94,17 +94,25 @@ def sglang_command(hardware: dict, arm: dict, engine: dict, hf_id: str, drafter:
     return " ".join(shlex.quote(w) for w in words)
 
 
+def effective_engine(deployment: dict, scenario: dict) -> dict:
+    """The engine limits a deployment ran with: its METRICS' ``engine`` (the effective settings, where the run
+    records them), else its scenario's ``engine``, else simlab's defaults."""
+    recorded = (deployment.get("metrics") or {}).get("engine")
+    return {**(scenario.get("engine") or {}), **(recorded if isinstance(recorded, dict) else {})}
+
+
 def launch_commands(deployment: dict, scenario: dict, hf_id: str, drafter: Optional[str]) -> dict[str, list[str]]:
     """Both engines' commands for a deployment, one per distinct replica role."""
-    hardware, arm, engine = scenario["hardware"], scenario["arms"][0], scenario.get("engine") or {}
+    hardware, arm, engine = scenario["hardware"], scenario["arms"][0], effective_engine(deployment, scenario)
     roles = ["prefill", "decode"] if deployment.get("disaggregation") else [None]
     return {"vllm": [vllm_command(hardware, arm, engine, hf_id, drafter, r) for r in roles],
             "sglang": [sglang_command(hardware, arm, engine, hf_id, drafter, r) for r in roles]}
 
 
-def launch_file_text(engine: str, deployment: dict, commands: list[str]) -> str:
-    """A launch file: the command first (a vLLM file starts with ``vllm serve``), then what it stands for."""
-    release = VLLM_RELEASE if engine == "vllm" else SGLANG_RELEASE
+def launch_file_text(engine: str, deployment: dict, commands: list[str], stack_version: Optional[str] = None) -> str:
+    """A launch file: the command first (a vLLM file starts with ``vllm serve``), then what it stands for.
+    ``stack_version``: the release the deployment was simulated at, when it is this engine's."""
+    release = stack_version or (VLLM_RELEASE if engine == "vllm" else SGLANG_RELEASE)
     split = deployment.get("disaggregation")
     if split:
         count = (f"# run the first line on {split['prefill_replicas']} prefill replica(s) and the second on "

@@ -192,8 +192,9 @@ def csv_rows(spec: PlanSpec, families: list[Family], document: dict) -> tuple[li
                      f.layout.expert_parallel, f"{low}-{f.max_units}", "", "", spec.arms[f.arm].label,
                      "", "", "", False, *([""] * len(metrics))])
     for item in document["search"]["layouts_skipped"]:
-        rows.append(["", "does not fit", item["why"], *item["layout"].split(" ")[:4], "", "", "", "", "", "", "", "",
-                     "", False, *([""] * len(metrics))][:len(head) + len(metrics)])
+        gpu, stack, precision, tp, *ep = item["layout"].split(" ")
+        rows.append(["", "does not fit", item["why"], gpu, stack, precision, int(tp[2:]), int(ep[0][2:]) if ep else 1,
+                     "", "", "", "", "", "", "", False, *([""] * len(metrics))])
     return [*head, *metrics], rows
 
 
@@ -215,9 +216,11 @@ def write_plan_folder(out_dir: Path, spec: PlanSpec, families: list[Family], sea
         text = yaml.safe_dump(scenario, sort_keys=False)
         write_file_atomic(out_dir / "best.yaml", "# written by simlab plan: the chosen deployment; "
                                                  "re-run it with `simlab run best.yaml`\n" + text)
+        hardware = result.best.data["hardware"]
         for engine in ("vllm", "sglang"):
+            version = hardware.get("stack_version") if hardware.get("stack") == engine else None
             write_file_atomic(out_dir / f"launch_{engine}.sh",
-                              launch_file_text(engine, best, best["launch"][engine]))
+                              launch_file_text(engine, best, best["launch"][engine], version))
     if report:
         from simlab.studies.plan_report import write_plan_report
 

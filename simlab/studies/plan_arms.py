@@ -22,7 +22,8 @@ SGLANG_ALGORITHMS = {"EAGLE3": "eagle3", "EAGLE": "eagle3", "NEXTN": "mtp", "DFL
 SGLANG_KEYS = ("speculative_algorithm", "speculative_draft_model_path", "speculative_num_steps",
                "speculative_eagle_topk", "speculative_num_draft_tokens")
 SIMLAB_KEYS = ("name", "method", "gamma", "scheduler", "calibration", "tree")
-FORMS = "method (none, mtp, eagle3, dflash, dspark) with gamma, or vllm: {speculative_config}, or sglang: {...} / '--speculative-* flags'"
+FORMS = ("method (none, mtp, eagle3, dflash, dspark) with gamma, or vllm: {speculative_config}, or sglang: {...} / "
+         "'--speculative-* flags'")
 
 
 @dataclass(frozen=True)
@@ -71,8 +72,8 @@ def _from_vllm(spec: Any, field: str, file: str) -> tuple[dict, Optional[str]]:
         try:
             spec = json.loads(spec)
         except ValueError:
-            raise InputError("is not JSON", file=file, field=field, value=spec,
-                             valid='a speculative_config, e.g. {"method": "eagle3", "num_speculative_tokens": 3}') from None
+            raise InputError("is not JSON", file=file, field=field, value=spec, valid='a speculative_config, e.g. '
+                             '{"method": "eagle3", "num_speculative_tokens": 3}') from None
     if not isinstance(spec, dict):
         raise InputError("is not a mapping", file=file, field=field, value=spec, valid="a speculative_config mapping")
     for key in spec:
@@ -100,7 +101,8 @@ def _sglang_mapping(spec: Any, field: str, file: str) -> dict:
         while i < len(words):
             word = words[i]
             if not word.startswith("--"):
-                raise InputError("is not a --flag", file=file, field=field, value=word, valid="--speculative-* VALUE ...")
+                raise InputError("is not a --flag", file=file, field=field, value=word,
+                                 valid="--speculative-* VALUE ...")
             name, equals, value = word[2:].partition("=")
             if not equals:
                 if i + 1 >= len(words):

@@ -21,7 +21,8 @@ Precision = Literal["bf16", "fp8", "fp4"]
 OBJECTIVES = ("usd_per_hour", "num_gpus", "usd_per_million_tokens")
 DEFAULT_LINK_GBPS = 50.0  # one 400 Gb/s RDMA NIC per replica, as P/D deployments across nodes commonly have
 # METRICS keys an SLA may name (docs/metrics.md); a plan naming another is an input error before anything runs
-SLA_METRICS = tuple(f"{s}_{m}_ms" for m in ("ttft", "tpot", "itl", "e2el") for s in ("mean", "median", "p90", "p99")) + (
+SLA_METRICS = tuple(f"{s}_{m}_ms" for m in ("ttft", "tpot", "itl", "e2el")
+                    for s in ("mean", "median", "p90", "p99")) + (
     "completed", "duration_s", "request_throughput", "output_throughput", "total_token_throughput",
     "request_goodput", "median_user_tok_s", "output_throughput_per_gpu", "num_gpus", "num_preemptions",
     "spec_decode_acceptance_length", "spec_decode_acceptance_rate", "mean_verify_tokens_per_step",

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import html
 from pathlib import Path
-from typing import Any, Optional
+from typing import Optional
 
 import numpy as np
 
@@ -140,10 +140,9 @@ def _launch(doc: dict) -> list[str]:
     return out
 
 
-def write_plan_report(folder: Path, doc: dict) -> Path:
-    """Write ``folder/report.html`` (and its PNGs beside it)."""
-    from simlab.common.outputs import write_file_atomic
-    from simlab.studies.report_html import _document, _figure, _meta
+def plan_page(doc: dict) -> tuple[str, list[str], dict[str, bytes]]:
+    """The page's title, its body and the PNGs it embeds, from a plan.json document."""
+    from simlab.studies.report_html import _figure, _meta, _table
 
     search = doc["search"]
     body: list[str] = [_meta(doc.get("command"), doc.get("plan_file"), doc.get("plan_sha256", "")),
@@ -163,11 +162,18 @@ def write_plan_report(folder: Path, doc: dict) -> Path:
     body.append(_ranked(doc))
     body.extend(_launch(doc))
     prices = [[g, f"{p['usd_per_hour']:.2f}", p["source"], p.get("date") or "–"] for g, p in doc["prices"].items()]
-    from simlab.studies.report_html import _table
-
     body.append("<h2>Prices</h2>" + _table(["GPU", "USD per GPU-hour", "source", "date"], prices, text_columns=1))
+    return f"simlab plan: {doc['name']}", body, images
+
+
+def write_plan_report(folder: Path, doc: dict) -> Path:
+    """Write ``folder/report.html`` (and its PNGs beside it)."""
+    from simlab.common.outputs import write_file_atomic
+    from simlab.studies.report_html import _document
+
+    title, body, images = plan_page(doc)
     for name, payload in images.items():
         write_file_atomic(folder / name, payload)
     page = folder / "report.html"
-    write_file_atomic(page, _document(f"simlab plan: {doc['name']}", body))
+    write_file_atomic(page, _document(title, body))
     return page

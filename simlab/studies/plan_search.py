@@ -3,9 +3,10 @@ bisection (:func:`simlab.studies.search.threshold_search`: more replicas never h
 first a few at a time, every round's deployments simulated in parallel on an executor.
 
 Bounds keep the simulations few. A family the speed bound rules out is never simulated. Once a deployment of an
-arm meets the SLA, a replica count whose objective (or its lower bound) is dearer than that arm's best is answered "as good as
-it gets" without running, which is the same as searching only the affordable counts (the answer is exact when
-it is affordable, and "dearer" otherwise); a family whose fewest replicas are already dearer is skipped whole.
+arm meets the SLA, a replica count whose objective (or its lower bound) is dearer than that arm's best is answered
+"as good as it gets" without running, which is the same as searching only the affordable counts (the answer is
+exact when it is affordable, and "dearer" otherwise); a family whose fewest replicas are already dearer is skipped
+whole.
 Each simulated deployment is kept in ``DIR/probes/`` under the hash of its scenario, so a rerun on the same
 folder simulates only what is missing; ``budget_s`` stops the search with the best so far (marked incomplete).
 """
@@ -17,7 +18,7 @@ import json
 import math
 import time
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
@@ -272,7 +273,7 @@ class PlanSearch:
             self.num_simulated += 1
             e = self._record(f, units, value, data, result)
             self.progress.done(self._describe(f, value), failed=result["metrics"] is None,
-                               note="meets the SLA" if e.meets else ", ".join(e.failing))
+                               note="meets the SLA" if e.meets else "misses " + ", ".join(e.failing))
             if self.budget_s is not None and time.perf_counter() - self.started > self.budget_s:
                 self.out_of_time = True
                 break

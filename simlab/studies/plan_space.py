@@ -144,7 +144,8 @@ def enumerate_layouts(spec: PlanSpec, load: Load) -> tuple[list[Layout], list[tu
         reasons = "; ".join(f"{what}: {why}" for what, why in skipped[:4])
         raise InputError(f"fits no layout within max_gpus {block.max_gpus} ({reasons})", file=str(spec.file),
                          field="model", value=spec.model,
-                         valid="a larger plan.max_gpus, more plan.tensor_parallel values, fp8 or a GPU with more memory")
+                         valid="a larger plan.max_gpus, more plan.tensor_parallel values, fp8 or a GPU with more "
+                               "memory")
     return layouts, skipped
 
 

@@ -36,24 +36,28 @@ RUN_COLUMNS = (("output_throughput", "tok/s", "{:,.0f}"), ("output_throughput_pe
 
 
 def folder_kind(folder: Path) -> str:
-    """``run``, ``sweep`` or ``whatif``, from the folder's files."""
+    """``run``, ``sweep``, ``whatif`` or ``plan``, from the folder's files."""
+    if (folder / "plan.json").is_file():
+        return "plan"
     if (folder / "whatif.json").is_file():
         return "whatif"
     if (folder / "sweep.json").is_file() and (folder / "sweep.csv").is_file():
         return "sweep"
     if (folder / "summary.json").is_file():
         return "run"
-    raise InputError("is not a results folder of simlab run, sweep or whatif", file=folder,
-                     valid="a folder holding summary.json, sweep.json + sweep.csv, or whatif.json")
+    raise InputError("is not a results folder of simlab run, sweep, whatif or plan", file=folder,
+                     valid="a folder holding summary.json, sweep.json + sweep.csv, whatif.json, or plan.json")
 
 
 INPUTS = {"run": ("summary.json", "requests.csv", "steps.csv.gz"),
           "sweep": ("sweep.json", "sweep.csv", "positions.csv", "timing.csv"),
-          "whatif": ("whatif.json", "probes.csv")}
+          "whatif": ("whatif.json", "probes.csv"),
+          "plan": ("plan.json", "plan.csv")}
 IMAGES = {"run": ("report.png",),
           "sweep": ("report-pareto.png", "report-latency.png", "report-goodput.png", "report-acceptance.png",
                     "report-verify.png"),
-          "whatif": ("report-pareto.png", "report-sla.png")}
+          "whatif": ("report-pareto.png", "report-sla.png"),
+          "plan": ("plan-pareto.png", "plan-arms.png")}
 
 
 def write_report(folder: str | Path, out: Optional[str | Path] = None) -> Path:
@@ -72,12 +76,18 @@ def write_report(folder: str | Path, out: Optional[str | Path] = None) -> Path:
     inputs = [folder / name for name in INPUTS[kind]]
     for target in (page, *(page.parent / name for name in IMAGES[kind])):
         check_out_file(target, inputs=inputs)
-    builders = {"run": _run_page, "sweep": _sweep_page, "whatif": _whatif_page}
+    builders = {"run": _run_page, "sweep": _sweep_page, "whatif": _whatif_page, "plan": _plan_page}
     title, body, images = builders[kind](folder)
     for name, payload in images.items():  # the images first: the page appears only when they are there
         write_file_atomic(page.parent / name, payload)
     write_file_atomic(page, _document(title, body))
     return page
+
+
+def _plan_page(folder: Path):
+    from simlab.studies.plan_report import plan_page
+
+    return plan_page(json.loads((folder / "plan.json").read_text(encoding="utf-8")))
 
 
 def _document(title: str, body: list[str]) -> str:
