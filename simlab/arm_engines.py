@@ -62,7 +62,7 @@ def arm_engines(engine: EngineConfig, arms: list[Arm], cost, file=None) -> ArmEn
         arm_cost = cost
         rule = release.speculative.get("cuda_graph_sizes") if release is not None and speculative else None
         if rule is not None and cost.buckets.enabled:
-            sizes = spec_decode_sizes(cost.buckets.sizes, 1 + _verified_beyond_anchor(arm))
+            sizes = spec_decode_sizes(cost.buckets.sizes, 1 + _verified_beyond_anchor(arm), rule.value)
             arm_cost = with_graph_sizes(cost, sizes)
             resolved = dataclasses.replace(resolved, graph_sizes=sizes)
         by_arm.append(_apply(engine, resolved))

@@ -4,6 +4,7 @@ set other limits when speculation is on), and each arm's effective settings are 
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -47,8 +48,10 @@ def test_every_release_value_names_its_source():
             values = [*release.defaults.values(), *release.speculative.values(),
                       *(v for g in release.gpu_overrides.values() for v in g.values())]
             for value in values:
-                # a file and a line at the release's ref, or a measurement
-                assert (".py:" in value.source or "measured" in value.source), (release.label, value)
+                # a file and its line at the release's ref, a file said not pinned there, or a measurement
+                pinned = re.search(r"\.py:\d+", value.source) is not None
+                unpinned = ".py" in value.source and "not pinned" in value.source
+                assert pinned or unpinned or "measured" in value.source, (release.label, value)
 
 
 def test_unknown_release_is_exit_2_naming_the_known_ones(tmp_path):
@@ -162,6 +165,7 @@ def test_docs_table_is_generated_from_the_release_files():
 
 def test_a_drafter_the_release_does_not_serve_names_the_field(tmp_path):
     data = _scenario()
+    data["hardware"]["stack_version"] = "0.5.3"  # before SGLang served DSpark
     data["arms"].append({"name": "dspark", "method": "dspark", "gamma": 7, "scheduler": {"kind": "fixed"}})
     code, _, err = run_cli("run", str(write_scenario(tmp_path, data)), "--out", str(tmp_path / "out"))
     assert code == 2 and "Traceback" not in err

@@ -1,9 +1,13 @@
 """The batch sizes an engine captures CUDA graphs for, per arm: with speculation vLLM captures its decode graphs
-for batches of whole requests, each verifying 1 + K tokens (docs/hardware.md, "Engine releases").
+for batches of whole requests, each verifying q = 1 + K tokens (docs/hardware.md, "Engine releases"). Two rules:
 
-``vllm/config/compilation.py``, ``CompilationConfig.adjust_cudagraph_sizes_for_spec_decode``: every capture size is
-rounded up to a multiple of the query length q = 1 + K and those above ``max_cudagraph_capture_size`` are dropped;
-if none is left, ``[q]`` when q fits. A verify batch of more tokens than the largest runs without a graph.
+- ``multiples_of_query_len`` (vLLM 0.13.0, ``CompilationConfig.adjust_cudagraph_sizes_for_spec_decode``): every
+  capture size rounded up to a multiple of q, those above ``max_cudagraph_capture_size`` dropped; if none is left,
+  ``[q]`` when q fits;
+- ``requests_times_query_len`` (vLLM 0.34.0): the capture sizes counted in requests, n x q for every size n, those
+  above the largest dropped.
+
+A verify batch of more tokens than the largest runs without a graph.
 """
 
 from __future__ import annotations
@@ -15,12 +19,14 @@ from simlab.hardware.base import CostModel
 from simlab.hardware.buckets import Buckets
 
 
-def spec_decode_sizes(sizes: Sequence[int], query_len: int) -> list[int]:
-    """``sizes`` rounded up to multiples of ``query_len``, those above the largest of ``sizes`` dropped (vLLM's
-    rule; the largest stands for ``max_cudagraph_capture_size``)."""
+def spec_decode_sizes(sizes: Sequence[int], query_len: int, rule: str = "multiples_of_query_len") -> list[int]:
+    """The graph sizes of a speculative arm under ``rule`` (the module docstring): ``sizes`` are the engine's own,
+    their largest standing for ``max_cudagraph_capture_size``."""
     if not sizes or query_len <= 1:
         return list(sizes)
     largest = max(sizes)
+    if rule == "requests_times_query_len":
+        return sorted({int(s) * query_len for s in sizes if int(s) * query_len <= largest})
     rounded = sorted({-(-int(s) // query_len) * query_len for s in sizes} - {0})
     kept = [s for s in rounded if s <= largest]
     return kept or ([query_len] if query_len <= largest else [])

@@ -10,6 +10,7 @@ release's default, or its value under speculation for an arm that drafts.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -22,7 +23,7 @@ ENGINE_FIELDS = ("max_num_seqs", "max_batch_tokens", "prefill_chunk_tokens", "kv
 DEFAULT_FIELDS = ENGINE_FIELDS + ("overlap_schedule",)  # an engine's own default (recorded, see ArmEngine)
 # what a release may change when speculation is on
 SPECULATIVE_FIELDS = DEFAULT_FIELDS + ("lookahead_slots", "cuda_graph_sizes")
-GRAPH_SIZE_RULES = ("multiples_of_query_len",)  # simlab.hardware.graph_sizes
+GRAPH_SIZE_RULES = ("multiples_of_query_len", "requests_times_query_len")  # simlab.hardware.graph_sizes
 LEGACY_DEFAULTS = {"max_num_seqs": 256, "max_batch_tokens": 8192, "prefill_chunk_tokens": None,
                    "kv_policy": "reserve", "block_size": 16}  # without a serving stack (tables, simlab's eager engine)
 
@@ -67,8 +68,9 @@ class EngineRelease:
                 "speculative": plain(self.speculative)}
 
 
-def _version_key(version: str) -> tuple:
-    return tuple(int(p) if p.isdigit() else p for p in version.replace("rc", ".rc.").split("."))
+def _version_key(version: str) -> tuple[int, ...]:
+    """A release's numbers in order (``0.5.6.post2`` -> (0, 5, 6, 2)): the order releases come in."""
+    return tuple(int(n) for n in re.findall(r"\d+", version))
 
 
 def _sourced(entry: Any, where: str) -> Sourced:

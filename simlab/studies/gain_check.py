@@ -175,15 +175,16 @@ def _unreplayable(row: dict) -> str:
 
 
 def release_for(stack: str, version: Optional[str]) -> Optional[str]:
-    """The release simlab knows at or before ``version`` (a tag such as ``v0.5.3.post2``), else its oldest;
-    None without a version (the newest)."""
+    """The release simlab knows that a run's ``version`` (a tag such as ``v0.5.6.post2``) is, or the newest known
+    before it, else the oldest known; None without a version (the newest, by leaving it out)."""
     from simlab.hardware.releases import _version_key, known_versions
 
     known = known_versions(stack)
     if not version or not known:
         return None
-    numbers = version.lstrip("v").split(".post")[0].split("rc")[0]
-    key = _version_key(numbers)
+    if version.lstrip("v") in known:
+        return version.lstrip("v")
+    key = _version_key(version)
     at_or_before = [v for v in known if _version_key(v) <= key]
     return at_or_before[-1] if at_or_before else known[0]
 
