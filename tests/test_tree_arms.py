@@ -13,7 +13,7 @@ import simlab
 from helpers import run_cli, write_scenario
 from reference import run_reference
 from simlab.runner import as_loaded, build
-from test_reference_equivalence import CONTEXT_TABLE, differences, poisson, scenario, uniform
+from test_reference_equivalence import CONTEXT_TABLE, ROOFLINE, differences, poisson, scenario, uniform
 
 TREE = {"name": "eagle3-tree", "method": "eagle3", "gamma": 4, "tree": {"topk": 4, "num_draft_tokens": 16}}
 CHAIN = {"name": "eagle3-chain", "method": "eagle3", "gamma": 4}
@@ -29,8 +29,9 @@ SCENARIOS = {
         workload=poisson(60, output=uniform(1, 60)),
         engine={"max_num_seqs": 16, "max_batch_tokens": 512, "kv_cache_tokens": 400_000}),
     # paged KV: a tree's lookahead slots are its nodes, so a tight cache preempts (more than the chain)
-    "paged-preempting": scenario(
+    "paged-preempting": scenario(  # vLLM 0.11.0: every arm on the same CUDA graphs, so only the KV differs
         "tree-paged", acceptance={"kind": "preset", "name": "qwen3-8b"}, arms=ARMS,
+        hardware={**ROOFLINE, "stack_version": "0.11.0"},
         workload=poisson(80, 20.0, output=uniform(50, 200)),
         engine={**ENGINE, "kv_policy": "paged", "block_size": 16, "kv_cache_tokens": 6000}),
     "catch-given": scenario("tree-catch", acceptance={"kind": "preset", "name": "qwen3-8b"}, engine=ENGINE,
