@@ -104,7 +104,7 @@ def _answer(doc: dict) -> list[str]:
             continue
         saves = "–" if base is None or d is base else f"{base['usd_per_hour'] - d['usd_per_hour']:+,.2f}"
         rows.append([arm, _deployment_text(d), d["num_gpus"], f"{d['usd_per_hour']:,.2f}", saves])
-    from simlab.studies.report_html import _table
+    from simlab.studies.html_parts import _table
 
     out.append("<h2>Each arm's cheapest deployment</h2>")
     out.append(_table(["arm", "deployment", "GPUs", "USD/h", "saves vs no-spec USD/h"], rows, text_columns=2))
@@ -112,7 +112,7 @@ def _answer(doc: dict) -> list[str]:
 
 
 def _ranked(doc: dict) -> str:
-    from simlab.studies.report_html import _table
+    from simlab.studies.html_parts import _table
 
     rows = []
     for rank, c in enumerate(doc["candidates"][:NUM_RANKED], 1):
@@ -142,7 +142,7 @@ def _launch(doc: dict) -> list[str]:
 
 def plan_page(doc: dict) -> tuple[str, list[str], dict[str, bytes]]:
     """The page's title, its body and the PNGs it embeds, from a plan.json document."""
-    from simlab.studies.report_html import _figure, _meta, _table
+    from simlab.studies.html_parts import _figure, _meta, _table
 
     search = doc["search"]
     body: list[str] = [_meta(doc.get("command"), doc.get("plan_file"), doc.get("plan_sha256", "")),
@@ -169,7 +169,7 @@ def plan_page(doc: dict) -> tuple[str, list[str], dict[str, bytes]]:
 def write_plan_report(folder: Path, doc: dict) -> Path:
     """Write ``folder/report.html`` (and its PNGs beside it)."""
     from simlab.common.outputs import write_file_atomic
-    from simlab.studies.report_html import _document
+    from simlab.studies.html_parts import _document
 
     title, body, images = plan_page(doc)
     for name, payload in images.items():
