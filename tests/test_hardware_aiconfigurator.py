@@ -47,3 +47,40 @@ def test_unknown_system_is_exit_2_naming_valid_ones():
     with pytest.raises(InputError) as err:
         _build(AicHardware(kind="aiconfigurator", gpu="no-such-gpu", model="qwen3-8b"))
     assert "h100-sxm" in str(err.value) and "h100_sxm" in str(err.value)
+
+
+def test_a_scenario_with_kind_aiconfigurator_runs_end_to_end(tmp_path):
+    import subprocess
+    import sys
+
+    import yaml
+
+    root = Path(__file__).resolve().parents[1]
+    scenario = yaml.safe_load((root / "scenarios" / "quickstart.yaml").read_text())
+    scenario.update(name="aic-smoke", arms=scenario["arms"][:1],
+                    hardware={"kind": "aiconfigurator", "gpu": "h100-sxm", "model": "qwen3-8b"})
+    scenario["workload"]["max_requests"] = 20
+    scenario["engine"]["kv_cache_tokens"] = 200000
+    path = tmp_path / "aic.yaml"
+    path.write_text(yaml.safe_dump(scenario))
+    run = subprocess.run([sys.executable, "-m", "simlab", "run", str(path), "--out", str(tmp_path / "out")],
+                         cwd=root, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert (tmp_path / "out").exists()
+
+
+def test_bad_hardware_exits_2(tmp_path):
+    import subprocess
+    import sys
+
+    import yaml
+
+    root = Path(__file__).resolve().parents[1]
+    scenario = yaml.safe_load((root / "scenarios" / "quickstart.yaml").read_text())
+    scenario.update(arms=scenario["arms"][:1], hardware={"kind": "aiconfigurator", "gpu": "nope", "model": "qwen3-8b"})
+    path = tmp_path / "aic.yaml"
+    path.write_text(yaml.safe_dump(scenario))
+    run = subprocess.run([sys.executable, "-m", "simlab", "run", str(path), "--out", str(tmp_path / "out")],
+                         cwd=root, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 2
+    assert "h100_sxm" in run.stdout + run.stderr
