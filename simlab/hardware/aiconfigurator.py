@@ -55,17 +55,31 @@ def available_systems() -> list[str]:
     return sorted(p.name for p in data.iterdir() if p.is_dir())
 
 
+def _roofline_kv_tokens(cfg: AicHardware) -> Optional[int]:
+    """The KV cache capacity the roofline gives for the same GPU, model and TP (None when it lacks the pair)."""
+    from simlab.config.hardware import RooflineHardware
+    from simlab.hardware.roofline_build import build_roofline
+    try:
+        roofline = build_roofline(RooflineHardware(kind="roofline", gpu=cfg.gpu, model=cfg.model, stack=cfg.stack,
+                                                   tensor_parallel=cfg.tensor_parallel), file=None, field="hardware")
+    except InputError:
+        return None
+    return roofline.kv_cache_tokens()
+
+
 @lru_cache(maxsize=16)
 def table_config(cfg: AicHardware, file: Optional[str] = None) -> TableHardware:
     """The ``kind: table`` config the database gives for ``cfg`` (cached per process)."""
     engine = _engine(cfg, file)
     rows = [[engine.decode_step_latency(b, max(1, c // b), 2) / 1e3 for b in BATCH_TOKENS] for c in CONTEXT_TOKENS]
+    kv_tokens = _roofline_kv_tokens(cfg)
     prefill_s = engine.predict_prefill_latency(1, PREFILL_PROMPT_TOKENS) / 1e3
     return TableHardware(
         kind="table", name=f"aic:{cfg.gpu}_{cfg.model}_{cfg.stack}-{cfg.stack_version}_tp{cfg.tensor_parallel}",
         verify={"batch_tokens": list(BATCH_TOKENS), "context_tokens": list(CONTEXT_TOKENS), "step_s": rows},
-        prefill={"per_token_s": prefill_s / PREFILL_PROMPT_TOKENS},
+        prefill={"per_token_s": prefill_s / PREFILL_PROMPT_TOKENS}, kv_cache_tokens=kv_tokens,
         provenance={"source": "aiconfigurator-core silicon database", "drafter": "not priced (0 s)",
+                    "kv_cache_tokens": "the roofline's for the same GPU, model and tensor parallelism",
                     "cell": "decode_step_latency(B, C // B, 2) ms / 1e3"})
 
 
