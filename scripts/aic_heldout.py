@@ -3,7 +3,7 @@
 For each held-out, non-speculative row of hw_profiles/calibration/engine_measurements.csv whose GPU, model and
 engine the database covers, replay it (profile_check.simulate_record) with the roofline and with ``kind:
 aiconfigurator`` (the database's release for that engine, not the row's), and print |simulated/measured - 1| of
-TPOT and output throughput per concurrency band. ``PYTHONPATH=. python scripts/aic_heldout.py [max_rows]``.
+TPOT and output throughput per concurrency band. ``PYTHONPATH=. python scripts/aic_heldout.py [max_rows] [--all]`` (``--all``: fitted rows too).
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ RELEASES = {"vllm": "0.24.0"}  # the database's release per engine used here (h1
 METRICS = ("mean_tpot_ms", "output_throughput_tok_s")
 
 
-def main(max_rows: int = 1000) -> None:
-    """Print one line per row and a summary per band and cost model."""
-    used = fitted_ids()
+def main(max_rows: int = 1000, include_fitted: bool = False) -> None:
+    """Print one line per row and a summary per band and cost model (``include_fitted``: the fitted rows too)."""
+    used = set() if include_fitted else fitted_ids()
     errors: dict = defaultdict(list)
     rows = [r for r in load_records() if r.id not in used and not r.spec_method and r.gpu in GPU_NAMES
             and r.model in MODEL_NAMES and r.engine in RELEASES and r.precision == "bf16"][:max_rows]
@@ -47,4 +47,5 @@ def main(max_rows: int = 1000) -> None:
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 1000)
+    args = [a for a in sys.argv[1:] if a != "--all"]
+    main(int(args[0]) if args else 1000, include_fitted="--all" in sys.argv)
