@@ -84,3 +84,14 @@ def test_bad_hardware_exits_2(tmp_path):
                          cwd=root, capture_output=True, text=True, timeout=600)
     assert run.returncode == 2
     assert "h100_sxm" in run.stdout + run.stderr
+
+
+def test_drafters_are_priced_from_the_roofline():
+    from simlab.config.hardware import RooflineHardware
+
+    model = _build(CFG)
+    roofline = _build(RooflineHardware(kind="roofline", gpu="h100-sxm", model="qwen3-8b"))
+    for n in (1, 8, 64):
+        assert model.draft_s("eagle3", 3, n) == pytest.approx(3 * roofline.draft_s("eagle3", 1, n), rel=1e-9)
+        assert model.draft_s("eagle3", 3, n) > 0
+    assert model.kv_cache_tokens() == roofline.kv_cache_tokens()

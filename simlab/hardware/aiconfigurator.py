@@ -3,8 +3,8 @@
 At build, the database's compiled step estimator is queried once over a grid (batch tokens x total context tokens)
 and the result is a :class:`TableCostModel`, so the compiled engine path runs unchanged. A cell at B batch tokens and
 C total context tokens is ``decode_step_latency(B, isl=max(1, C // B), osl=2)``: B decode sequences of C / B tokens
-each. Prefill is the per-token cost of one 1,024-token prompt. Drafter costs are not in the database: the table has
-none (a drafter costs 0 here; issue 41 stage 2 leaves pricing them from the roofline to follow-up work).
+each. Prefill is the per-token cost of one 1,024-token prompt. Drafter costs are not in the database: they are the
+roofline's (same GPU, model, TP), tabulated per drafter shape, and so is the KV cache capacity.
 """
 
 from __future__ import annotations
@@ -55,8 +55,30 @@ def available_systems() -> list[str]:
     return sorted(p.name for p in data.iterdir() if p.is_dir())
 
 
+def _roofline_drafts(cfg: AicHardware) -> dict:
+    """Drafter cost curves from the roofline for the same GPU, model and TP (the database has no drafter): the
+    autoregressive step (eagle3, one token), the parallel block (dflash, over its tokens), the sequential head (dspark
+    less dflash); empty when the roofline lacks the pair."""
+    roofline = _roofline(cfg)
+    if roofline is None:
+        return {}
+    points = list(BATCH_TOKENS)
+    auto = [roofline.draft_s("eagle3", 1, n) for n in points]
+    parallel = [roofline.draft_s("dflash", 1, n) for n in points]
+    head = [max(0.0, roofline.draft_s("dspark", 1, n) - roofline.draft_s("dflash", 1, n)) for n in points]
+    return {name: {"batch_tokens": points, "step_s": curve}
+            for name, curve in (("autoregressive", auto), ("parallel", parallel), ("sequential_head", head))}
+
+
 def _roofline_kv_tokens(cfg: AicHardware) -> Optional[int]:
     """The KV cache capacity the roofline gives for the same GPU, model and TP (None when it lacks the pair)."""
+    roofline = _roofline(cfg)
+    return None if roofline is None else roofline.kv_cache_tokens()
+
+
+@lru_cache(maxsize=16)
+def _roofline(cfg: AicHardware):
+    """The calibrated roofline for the same GPU, model, stack and TP, or None when it lacks them."""
     from simlab.config.hardware import RooflineHardware
     from simlab.hardware.roofline_build import build_roofline
     try:
@@ -64,7 +86,7 @@ def _roofline_kv_tokens(cfg: AicHardware) -> Optional[int]:
                                                    tensor_parallel=cfg.tensor_parallel), file=None, field="hardware")
     except InputError:
         return None
-    return roofline.kv_cache_tokens()
+    return roofline
 
 
 @lru_cache(maxsize=16)
@@ -78,7 +100,8 @@ def table_config(cfg: AicHardware, file: Optional[str] = None) -> TableHardware:
         kind="table", name=f"aic:{cfg.gpu}_{cfg.model}_{cfg.stack}-{cfg.stack_version}_tp{cfg.tensor_parallel}",
         verify={"batch_tokens": list(BATCH_TOKENS), "context_tokens": list(CONTEXT_TOKENS), "step_s": rows},
         prefill={"per_token_s": prefill_s / PREFILL_PROMPT_TOKENS}, kv_cache_tokens=kv_tokens,
-        provenance={"source": "aiconfigurator-core silicon database", "drafter": "not priced (0 s)",
+        draft=_roofline_drafts(cfg),
+        provenance={"source": "aiconfigurator-core silicon database", "drafter": "the roofline's drafter costs (the database has no drafter)",
                     "kv_cache_tokens": "the roofline's for the same GPU, model and tensor parallelism",
                     "cell": "decode_step_latency(B, C // B, 2) ms / 1e3"})
 
