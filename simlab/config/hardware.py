@@ -174,5 +174,16 @@ class RooflineHardware(StrictModel):
         return self
 
 
-HardwareObject = Annotated[Union[TableHardware, RooflineHardware], Field(discriminator="kind")]
+class AicHardware(StrictModel, frozen=True):
+    """Step costs from aiconfigurator-core's silicon database (the ``aic`` extra; simlab/hardware/aiconfigurator.py)."""
+
+    kind: Literal["aiconfigurator"]
+    gpu: str
+    model: str
+    stack: Literal["vllm", "sglang", "trtllm"] = "vllm"
+    stack_version: str = "0.24.0"
+    tensor_parallel: PositiveInt = Field(default=1, le=64)
+
+
+HardwareObject = Annotated[Union[TableHardware, RooflineHardware, AicHardware], Field(discriminator="kind")]
 HardwareConfig = Union[HardwareObject, str]
