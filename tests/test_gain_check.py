@@ -120,3 +120,16 @@ def test_the_stated_gain_error_is_current():
     assert stated == yaml.safe_load(yaml.safe_dump(document, sort_keys=False)), "run python scripts/gain_error.py"
     docs = (repo / "docs" / "hardware.md").read_text(encoding="utf-8")
     assert table_between(docs, "gain table").strip() == markdown_table(document)
+
+
+def test_runs_already_simulated_are_not_simulated_again(tmp_path):
+    """profiles check hands the gain check the throughputs it simulated: those are used as given."""
+    from simlab.studies.gain_check import simulate_load_record
+
+    path = _file(tmp_path, [_row("a0", "a", tput=1000.0), _row("a1", "a", method="eagle3", gamma=3, tau=2.5,
+                                                                tput=600.0)])
+    records = read_load_records(path)[0]
+    base = simulate_load_record(next(r for r in records if r.id == "a0"))
+    fresh = check_gains(records)[0]
+    given = check_gains(records, simulated={"a0": 500.0})[0]
+    assert given.simulated == pytest.approx(fresh.simulated * base / 500.0, rel=1e-12)  # spec / 500, not / base

@@ -43,17 +43,18 @@ def profiles_check_command(
         console.print(_rows_table(rows))
     console.print(_summary_table(error_table(rows)))
     if gains and name is None:
-        _print_gains(console, quiet)
+        throughputs = {row.record.id: row.simulated for row in rows if row.metric == "output_throughput_tok_s"}
+        _print_gains(console, quiet, throughputs)
 
 
-def _print_gains(console, quiet: bool) -> None:
+def _print_gains(console, quiet: bool, simulated: dict) -> None:
     """Speculation's gain on every pair of runs with and without it: measured, simulated, error, sign."""
     from rich.table import Table
 
     from simlab.studies.gain_check import check_gains, gain_summary
 
     with console.status("simulating the runs with and without speculation ..."):
-        rows = check_gains()
+        rows = check_gains(simulated=simulated)  # the runs simulated above are not simulated again
     if not quiet:
         table = Table(title="Speculation's gain (output throughput with ÷ without): measured against simulated",
                       title_justify="left")

@@ -206,17 +206,16 @@ def plan_command(
 
 
 def _deployment_line(d: dict) -> str:
-    split = d.get("disaggregation")
-    count = (f"{split['prefill_replicas']}:{split['decode_replicas']} prefill:decode" if split
-             else f"{d['replicas']} replica(s)")
-    ep = f" ep{d['expert_parallel']}" if d["expert_parallel"] > 1 else ""
-    return (f"{count} of {d['gpu']} {d['stack']} {d['precision']} tp{d['tensor_parallel']}{ep}, arm {d['arm']} "
-            f"({d['num_gpus']} GPUs, ${d['usd_per_hour']:,.2f}/h)")
+    from simlab.studies.plan_report import deployment_layout
+
+    return f"{deployment_layout(d)} ({d['num_gpus']} GPUs, ${d['usd_per_hour']:,.2f}/h)"
 
 
 def plan_table(doc: dict):
     """A rich table of each arm's cheapest deployment and the chosen one."""
     from rich.table import Table
+
+    from simlab.studies.plan_report import deployment_layout
 
     table = Table(title=f"cheapest deployment per arm meeting {_sla_text(doc)} ({doc['objective']})",
                   title_justify="left")
@@ -228,6 +227,6 @@ def plan_table(doc: dict):
             table.add_row(arm, "none within max_gpus", "-", "-", "")
             continue
         chosen = best is not None and best["arm"] == arm
-        table.add_row(arm, _deployment_line(d).split(" (")[0], str(d["num_gpus"]), f"{d['usd_per_hour']:,.2f}",
+        table.add_row(arm, deployment_layout(d), str(d["num_gpus"]), f"{d['usd_per_hour']:,.2f}",
                       "yes" if chosen else "")
     return table

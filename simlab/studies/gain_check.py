@@ -255,12 +255,14 @@ def pairs(records: Iterable[ServingRecord]) -> list[tuple[str, ServingRecord, Se
     return out
 
 
-def check_gains(records: Optional[list[ServingRecord]] = None, on_pair=None) -> list[GainRow]:
-    """Every pair simulated: measured and simulated gains (each run simulated once)."""
+def check_gains(records: Optional[list[ServingRecord]] = None, on_pair=None,
+                simulated: Optional[dict[str, float]] = None) -> list[GainRow]:
+    """Every pair simulated: measured and simulated gains (each run simulated once). ``simulated`` holds output
+    throughputs already simulated by id (``simlab profiles check`` passes its own runs' on their own hardware)."""
     if records is None:
         records = load_records() + read_load_records()[0]
     used = fitted_ids()
-    simulated: dict[str, float] = {}
+    simulated = dict(simulated or {})
     rows = []
     for i, (key, spec, base) in enumerate(pairs(records)):
         for r in (spec, base):

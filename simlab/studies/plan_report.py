@@ -17,13 +17,18 @@ def _money(value: Optional[float]) -> str:
     return "–" if value is None else f"${value:,.2f}/h"
 
 
-def _deployment_text(d: dict) -> str:
+def deployment_layout(d: dict) -> str:
+    """A DEPLOYMENT of plan.json in words: its replicas (or prefill:decode split), GPU, stack, precision, layout
+    and arm."""
     split = d.get("disaggregation")
     count = (f"{split['prefill_replicas']} prefill + {split['decode_replicas']} decode replicas" if split
              else f"{d['replicas']} replica{'s' if d['replicas'] != 1 else ''}")
     ep = f" ep{d['expert_parallel']}" if d["expert_parallel"] > 1 else ""
-    return (f"{count} of {d['gpu']} {d['stack']} {d['precision']} tp{d['tensor_parallel']}{ep}, arm {d['arm']}: "
-            f"{d['num_gpus']} GPUs, {_money(d['usd_per_hour'])}")
+    return f"{count} of {d['gpu']} {d['stack']} {d['precision']} tp{d['tensor_parallel']}{ep}, arm {d['arm']}"
+
+
+def _deployment_text(d: dict) -> str:
+    return f"{deployment_layout(d)}: {d['num_gpus']} GPUs, {_money(d['usd_per_hour'])}"
 
 
 def pareto_png(doc: dict) -> Optional[bytes]:
