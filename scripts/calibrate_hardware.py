@@ -173,13 +173,14 @@ def markdown(data: dict) -> str:
 
 def moe_markdown(data: dict) -> str:
     """docs/hardware.md's table of the stacks' routed-expert latency (stage 4)."""
-    lines = ["| stack | moe_layer_overhead_s | standard error | fitted on | rms log residual |",
+    lines = ["| stack | moe_hidden_overhead_s (per 1,024 of the hidden size) | standard error | fitted on | "
+             "rms log residual |",
              "|---|---|---|---|---|"]
     for stack, m in (data.get("moe") or {}).items():
         fitted_on = (f"{len(m['fitted_on'])} records" if m["fitted_on"] else f"borrowed from `{m['borrowed']}`")
-        error = f"{m['standard_error'] * 1e6:.1f} µs" if "standard_error" in m else "–"
+        error = f"{m['standard_error'] * 1e6:.2f} µs" if "standard_error" in m else "–"
         residual = f"{m['rms_log_residual']:.3f}" if "rms_log_residual" in m else "–"
-        lines.append(f"| `{stack}` | {m['moe_layer_overhead_s'] * 1e6:.1f} µs | {error} | {fitted_on} | {residual} |")
+        lines.append(f"| `{stack}` | {m['moe_hidden_overhead_s'] * 1e6:.2f} µs | {error} | {fitted_on} | {residual} |")
     return "\n".join(lines)
 
 

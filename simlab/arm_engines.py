@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from simlab.config.arms import Arm
 from simlab.config.scenario import EngineConfig
 from simlab.hardware.graph_sizes import spec_decode_sizes, with_graph_sizes
+from simlab.hardware.overlap import with_overlap
 from simlab.hardware.releases import ArmEngine, check_methods, resolve_engine
 
 
@@ -65,6 +66,9 @@ def arm_engines(engine: EngineConfig, arms: list[Arm], cost, file=None) -> ArmEn
             sizes = spec_decode_sizes(cost.buckets.sizes, 1 + _verified_beyond_anchor(arm), rule.value)
             arm_cost = with_graph_sizes(cost, sizes)
             resolved = dataclasses.replace(resolved, graph_sizes=sizes)
+        if speculative:  # the round's host time: hidden behind the GPU where the release keeps its overlap
+            arm_cost, round_host = with_overlap(arm_cost, resolved.overlap_schedule, 1 + _verified_beyond_anchor(arm))
+            resolved = dataclasses.replace(resolved, round_host=round_host)
         by_arm.append(_apply(engine, resolved))
         described.append(resolved)
         costs.append(arm_cost)

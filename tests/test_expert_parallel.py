@@ -128,8 +128,26 @@ def test_the_calibrated_moe_latency_is_the_stacks_fit():
     assert fit["sglang"]["fitted_on"] and fit["trtllm"]["borrowed"] == "sglang"
     cm = build_roofline(RooflineHardware(kind="roofline", gpu="h200", model="deepseek-v3", precision="fp8",
                                          tensor_parallel=8, stack="sglang"))
-    assert cm.params.moe_layer_overhead_s == fit["sglang"]["moe_layer_overhead_s"] > 0
-    assert fitted_values("h100-sxm", "vllm")["moe_layer_overhead_s"] == fit["vllm"]["moe_layer_overhead_s"]
+    assert cm.params.moe_hidden_overhead_s == fit["sglang"]["moe_hidden_overhead_s"] > 0
+    assert cm.params.moe_layer_overhead_s == 0.0  # the form the fit no longer uses
+    assert fitted_values("h100-sxm", "vllm")["moe_hidden_overhead_s"] == fit["vllm"]["moe_hidden_overhead_s"]
+
+
+def test_the_moe_latency_grows_with_the_hidden_size_not_with_tensor_parallelism():
+    """Per MoE layer: moe_hidden_overhead_s x hidden / 1,024 (Qwen3-30B-A3B: hidden 2,048, 48 MoE layers), the
+    same at TP2 and TP4, added to moe_layer_overhead_s."""
+    model = get_model("qwen3-30b-a3b")
+    assert model.hidden_size == 2048 and model.num_moe_layers == 48
+    for tp in (2, 4):
+        with_latency = roofline("qwen3-30b-a3b", "h100-sxm", tensor_parallel=tp, moe_hidden_overhead_s=1e-5)
+        without = roofline("qwen3-30b-a3b", "h100-sxm", tensor_parallel=tp)
+        for tokens in (1, 16):
+            assert with_latency.verify_s(tokens) - without.verify_s(tokens) == pytest.approx(48 * 2 * 1e-5, rel=1e-9)
+    both = roofline("qwen3-30b-a3b", "h100-sxm", moe_hidden_overhead_s=1e-5, moe_layer_overhead_s=3e-6)
+    assert both.verify_s(1) - roofline("qwen3-30b-a3b", "h100-sxm").verify_s(1) == pytest.approx(48 * 23e-6, rel=1e-9)
+    # DeepSeek's MTP layer (hidden 7,168) pays one layer's: 7 x the per-1,024 time per drafter forward
+    mtp = roofline(moe_hidden_overhead_s=1e-5).draft_s("mtp", 3, 4) - roofline().draft_s("mtp", 3, 4)
+    assert mtp == pytest.approx(3 * 7 * 1e-5, rel=1e-9)
 
 
 @pytest.mark.parametrize("fields,needle", [

@@ -140,12 +140,13 @@ def test_the_constant_roofline_fails_the_smoothness_check():
 
 def test_with_no_knee_and_no_overheads_the_gemm_part_is_the_plain_roofline():
     """At knee width 0, peak efficiencies and no overheads, a decode step is max(weights, FLOPs) per GEMM group
-    plus the elementwise traffic the plain roofline leaves out."""
+    plus the elementwise traffic the plain roofline leaves out and the sampler's."""
     cm = roofline(cuda_graph_buckets="none", bw_efficiency=1.0, flop_efficiency=1.0, knee_width=0.0,
                   elementwise_efficiency=1.0, kernel_launch_s=0.0, step_overhead_s=0.0, request_overhead_s=0.0)
     gpu, model = cm.gpu, cm.model
     elem = model.num_layers * (8 * model.hidden_size + 2 * (model.num_heads + model.num_kv_heads) * model.head_dim
                                + 3 * model.intermediate_size) * BF16_BYTES / gpu.hbm_bytes_per_s
+    elem += model.vocab_size * 16 / gpu.hbm_bytes_per_s  # the sampler's pass over the vocabulary, per position
     head_bytes = model.lm_head_params * BF16_BYTES
     for tokens in (1.0, 100.0, 300.0, 4096.0):
         body = max((cm.weight_read_bytes - head_bytes) / gpu.hbm_bytes_per_s,

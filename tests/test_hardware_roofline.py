@@ -22,6 +22,7 @@ MATMUL_PARAMS = L * (ATTN + MLP) + V * H  # decoder layers + LM head
 READ_BYTES = 2 * (L * (ATTN + MLP + NORMS) + H + V * H)  # layers + final norm + LM head
 TOTAL_BYTES = READ_BYTES + 2 * V * H  # + the (untied) input embedding
 H100_BW, H100_FLOPS = 3.35e12, 989e12
+SAMPLE_BYTES = V * 16  # each sampled logit row: fp32 logits and probabilities written and read
 
 
 def qwen8b(**params) -> object:
@@ -44,14 +45,14 @@ def test_hand_counts_match_the_public_sizes():
 @pytest.mark.parametrize("context_tokens", [0.0, 4096.0, 65536.0])
 def test_memory_bound_at_one_token_is_bytes_over_bandwidth_plus_overhead(context_tokens):
     cm = qwen8b()
-    expected = (READ_BYTES + context_tokens * 147_456) / (H100_BW * 0.8) + 5e-4
+    expected = (READ_BYTES + context_tokens * 147_456) / (H100_BW * 0.8) + SAMPLE_BYTES / (H100_BW * 0.8) + 5e-4
     assert cm.verify_s(1, context_tokens, 1) == pytest.approx(expected, rel=1e-12)
     assert 0.0058 < cm.verify_s(1) < 0.0070  # public: ~6-7 ms per token for an 8B bf16 model on one H100
 
 
 def test_compute_bound_at_large_batch_is_flops_over_peak():
     cm = qwen8b(cuda_graph_buckets="none")
-    expected = 2 * MATMUL_PARAMS * 4096 / (H100_FLOPS * 0.5) + 5e-4
+    expected = 2 * MATMUL_PARAMS * 4096 / (H100_FLOPS * 0.5) + 4096 * SAMPLE_BYTES / (H100_BW * 0.8) + 5e-4
     assert cm.verify_s(4096, 0.0, 512) == pytest.approx(expected, rel=1e-12)
     # attention FLOPs: 4 x layers x heads x head_dim per (query, context) pair, queries per request = B / R
     context = 1_000_000.0
@@ -63,7 +64,9 @@ def test_crossover_near_peak_flops_over_bandwidth():
     cm = qwen8b(cuda_graph_buckets="none", bw_efficiency=1.0, flop_efficiency=1.0)
     memory_only = cm.verify_s(1)
     b = np.arange(1, 1000)
-    cost = cm.verify_s(b, np.zeros_like(b, dtype=float), np.ones_like(b))
+    sampler = b * SAMPLE_BYTES / H100_BW  # grows with every token on either side of the corner
+    cost = cm.verify_s(b, np.zeros_like(b, dtype=float), np.ones_like(b)) - sampler
+    memory_only -= SAMPLE_BYTES / H100_BW
     crossover = int(b[np.argmax(cost > memory_only + 1e-15)])
     assert crossover == pytest.approx(H100_FLOPS / H100_BW, rel=0.01)  # ~295 tokens
     assert np.all(np.diff(cost[crossover - 1:]) > 0)  # linear growth above it
@@ -104,9 +107,32 @@ def test_mixed_step_adds_prefill_flops_and_equals_verify_without_prefill():
     assert cm.step_s(64, 1e5, 16) == cm.verify_s(64, 1e5, 16)
     chunk, pairs = 8192, 8192 * 4096.0
     body = 2 * L * (ATTN + MLP) * chunk + 4 * L * HEADS * D * pairs  # prefill: no LM head
-    assert cm.prefill_s(chunk) == pytest.approx(body / (H100_FLOPS * 0.5) + 5e-4, rel=1e-12)
+    # the chunk's last token is sampled (its first output token)
+    assert cm.prefill_s(chunk) == pytest.approx(body / (H100_FLOPS * 0.5) + SAMPLE_BYTES / (H100_BW * 0.8) + 5e-4,
+                                                rel=1e-12)
     assert cm.step_s(0, 0.0, 0, chunk, pairs) == cm.prefill_s(chunk, pairs)
     assert cm.step_s(64, 0.0, 16, 256, 256 * 128.0) > cm.step_s(64, 0.0, 16)
+
+
+@pytest.mark.parametrize("calibration", ["none", "auto"])
+def test_every_verified_position_samples_the_whole_vocabulary(calibration):
+    """Below the corner the weights' read is the same for 1 or 8 tokens (no buckets, no context): the 7 more
+    positions add 7 logit rows of 151,936 entries x 16 bytes at the elementwise rate (the constant roofline: its
+    one bandwidth), and a mixed step samples its decode tokens and the chunk's last token, not the chunk."""
+    if calibration == "none":
+        cm, rate = qwen8b(cuda_graph_buckets="none"), H100_BW * 0.8
+        assert cm.verify_s(8) - cm.verify_s(1) == pytest.approx(7 * SAMPLE_BYTES / rate, rel=1e-9)
+    else:
+        cm = build_roofline(RooflineHardware(kind="roofline", gpu="h100-sxm", model="qwen3-8b",
+                                             cuda_graph_buckets="none"))
+        rate = cm.device.elem_bytes_per_s
+        assert cm._sample_token_s == pytest.approx(SAMPLE_BYTES / rate, rel=1e-12)
+        # calibrated: the GEMMs' knee grows a little with tokens too; the sampler is the part that scales the vocab
+        assert cm._sample_token_s * 256 * 4 > 2e-4  # 64 users x 4 positions: more than 0.2 ms on an H100
+    with_chunk = cm.step_s(16, 0.0, 16, 512, 512 * 256.0) - cm.step_s(16, 0.0, 16, 511, 511 * 256.0)
+    one_more_row = cm.step_s(17, 0.0, 17, 511, 511 * 256.0) - cm.step_s(16, 0.0, 16, 511, 511 * 256.0)
+    assert one_more_row > cm._sample_token_s > 0.0
+    assert with_chunk < one_more_row  # a prefill token adds no logit row
 
 
 def test_kv_cache_tokens_from_memory_minus_weights():
@@ -124,7 +150,9 @@ def test_tensor_parallel_splits_bytes_and_adds_all_reduce():
     m = MODELS["llama-3-70b"]
     read = m.read_params * 2 / 4
     allreduce = 2 * 80 * (1e-5 + 8192 * 2 * (2 * 3 / 4) / (450e9 * 0.7))  # 160 ring all-reduces of one token
-    assert tp.verify_s(1) == pytest.approx(read / (H100_BW * 0.8) + allreduce + 5e-4, rel=1e-12)
+    # the sampler runs on one GPU over the whole gathered vocabulary (128,256 entries): not split 4 ways
+    sampler = 128_256 * 16 / (H100_BW * 0.8)
+    assert tp.verify_s(1) == pytest.approx(read / (H100_BW * 0.8) + allreduce + sampler + 5e-4, rel=1e-12)
     assert tp.kv_bytes_per_token == 2 * 80 * 2 * 128 * 2  # 2 of the 8 KV heads per GPU
     assert tp.kv_cache_tokens() > 100_000
     assert 0.010 < tp.verify_s(1) < 0.020

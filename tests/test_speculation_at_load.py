@@ -24,8 +24,8 @@ def _roofline(**fields):
 
 def test_an_moe_verifying_t_tokens_reads_that_share_of_its_experts():
     """Qwen3-30B-A3B: 128 experts, 8 a token. T tokens read 1 - (1 - 8/128)^T of them: the step's memory term
-    grows by exactly that share of the routed weights (plus the all-reduce of the extra tokens), while the step
-    stays memory-bound."""
+    grows by exactly that share of the routed weights (plus the all-reduce and the sampling of the extra tokens),
+    while the step stays memory-bound."""
     cost = _roofline(model="qwen3-30b-a3b", cuda_graph_buckets="none")
     model = get_model("qwen3-30b-a3b")
     k, experts = model.experts_per_token, model.num_experts
@@ -35,7 +35,7 @@ def test_an_moe_verifying_t_tokens_reads_that_share_of_its_experts():
     one = cost.verify_s(1)
     for t in (4, 16):
         share = 1.0 - (1.0 - k / experts) ** t
-        expected = (cost._routed_read_s * (share - k / experts) + cost._ar_token_s * (t - 1))
+        expected = (cost._routed_read_s * (share - k / experts) + (cost._ar_token_s + cost._sample_token_s) * (t - 1))
         assert cost.verify_s(t) - one == pytest.approx(expected, rel=1e-9)
     # a 16-token tree at one user reads 64 % of the experts where one token reads 6 %
     assert cost.routed_share(16) / cost.routed_share(1) == pytest.approx((1 - (120 / 128) ** 16) / (8 / 128))
@@ -49,7 +49,7 @@ def test_a_step_above_the_largest_cuda_graph_pays_the_eager_cost():
     floor = launch_s * target_kernels(get_model("qwen3-8b"))
     fixed = cost.params.step_overhead_s
     assert cost.verify_s(16) < floor  # the GPU time of 16 tokens is far below 328 launches
-    assert cost.verify_s(17) == pytest.approx(floor + cost._ar_token_s * 17 + fixed, rel=1e-12)
+    assert cost.verify_s(17) == pytest.approx(floor + (cost._ar_token_s + cost._sample_token_s) * 17 + fixed, rel=1e-12)
     assert cost.verify_s(9) == cost.verify_s(16)  # padded to the graph of 16
 
 
@@ -70,13 +70,20 @@ def test_a_16_token_tree_at_one_user_pays_its_draft_forwards_and_its_verify(tmp_
     from simlab.config.loading import load_scenario
     from simlab.hardware import build_cost_model
 
+    from simlab.runner import build
+
     cost = build_cost_model(load_scenario(tmp_path / "scenario.yaml").scenario.hardware, base_dir=tmp_path, file=None)
+    # vLLM 0.34.0 (the newest, left out) keeps async scheduling with speculation: the round's host time runs under
+    # the GPU's round (simlab.hardware.overlap), so the arm's drafts cost that much less than the scenario's model
+    arm_cost = build(load_scenario(tmp_path / "scenario.yaml")).engines.costs[0]
+    assert cost.tree_draft_s("eagle3", 3, 4, 1, 301.0) - arm_cost.tree_draft_s("eagle3", 3, 4, 1, 301.0) == \
+        pytest.approx(cost.params.spec_round_overhead_s, rel=1e-9)
     decode = outcome.steps[(outcome.steps.num_requests == 1) & (outcome.steps.batch_tokens == 16)]
     assert len(decode) > 5
     assert (outcome.steps.verify_tokens[decode.index] == 15).all()  # the root is the anchor
     context = 300 + 1  # at the first decode step the request holds its prompt and its first token
     first = decode.iloc[0]
-    expected = cost.tree_draft_s("eagle3", 3, 4, 1, float(context)) + cost.verify_s(16, float(context), 1)
+    expected = arm_cost.tree_draft_s("eagle3", 3, 4, 1, float(context)) + cost.verify_s(16, float(context), 1)
     assert first.step_s == pytest.approx(expected, rel=1e-9)
     forwards = cost.drafter._time(cost.drafter.eagle3_step, 1, 1, context) + 2 * cost.drafter._time(
         cost.drafter.eagle3_step, 4, 1, context)
@@ -204,3 +211,82 @@ def test_a_spec_arm_on_vllm_pads_to_its_own_graphs(tmp_path):
     assert (spec.buckets.pad(7), spec.buckets.pad(9)) == (9, 9) and (plain.buckets.pad(7), plain.buckets.pad(9)) == (8, 16)
     assert spec.verify_s(9, 600.0, 3) < plain.verify_s(9, 600.0, 3)  # the padded tokens' elementwise work
     assert built.engines.described[1].describe()["cuda_graph_max_tokens"] == 498
+
+
+def _built(tmp_path, version, engine=None, **hardware):
+    from simlab.config.loading import load_scenario
+    from simlab.runner import build
+
+    data = {
+        "name": "overlap", "seed": 2,
+        "workload": {"kind": "closed_loop", "concurrency": 2, "num_requests": 4,
+                     "prompt_tokens": {"dist": "constant", "value": 200},
+                     "output_tokens": {"dist": "constant", "value": 40}},
+        "hardware": {"kind": "roofline", "gpu": "h100-sxm", "model": "qwen3-8b", "stack": "sglang",
+                     "stack_version": version, **hardware},
+        "acceptance": {"kind": "iid", "alpha": 0.6},
+        "arms": [{"name": "no-spec", "method": "none"},
+                 {"name": "eagle3", "method": "eagle3", "gamma": 3, "scheduler": {"kind": "fixed"}}],
+        **({"engine": engine} if engine else {}),
+    }
+    return build(load_scenario(write_scenario(tmp_path, data)))
+
+
+def test_a_release_that_keeps_its_overlap_hides_the_rounds_host_time(tmp_path):
+    """SGLang 0.5.3 turns its overlap scheduler off under speculation: a round pays the fitted host time
+    (spec_round_overhead_s). 0.5.23 keeps it: the host work runs under the GPU's round, and Qwen3-8B's smallest
+    round (4 tokens of one request, about 6 ms) covers all of it, so every draft is cheaper by exactly that."""
+    off, on = _built(tmp_path, "0.5.3"), _built(tmp_path, "0.5.23")
+    host = off.cost.params.spec_round_overhead_s
+    assert host > 5e-4  # the fit's 0.9 ms
+    for built, hidden in ((off, 0.0), (on, host)):
+        described = built.engines.described[1].describe()
+        assert described["overlap_schedule"] is (hidden > 0)
+        assert (described["round_host_s"], described["round_host_hidden_s"]) == (host, hidden)
+        assert "round_host_s" not in built.engines.described[0].describe()  # no speculation: no round
+    cost_off, cost_on = off.engines.costs[1], on.engines.costs[1]
+    for requests in (1, 8, 64):
+        assert cost_off.draft_s("eagle3", 3, requests, 1e4) - cost_on.draft_s("eagle3", 3, requests, 1e4) == \
+            pytest.approx(host, rel=1e-9)
+    assert on.engines.costs[0] is on.cost  # the plain arm is priced as before
+
+
+def test_host_time_longer_than_the_smallest_round_stays_exposed_beyond_it(tmp_path):
+    """A round whose host work (here set to 50 ms) outlasts the GPU's smallest round exposes the difference:
+    max(GPU, host) = GPU + (host - GPU) at one request, no context."""
+    from simlab.hardware.overlap import smallest_round_gpu_s
+
+    built = _built(tmp_path, "0.5.23", spec_round_overhead_s=0.05)
+    gpu = smallest_round_gpu_s(built.cost, 4)
+    assert 0.003 < gpu < 0.02
+    assert gpu == pytest.approx(built.cost.verify_s(4, 0.0, 1) - built.cost.params.step_overhead_s
+                                - built.cost.params.request_overhead_s, rel=1e-12)
+    described = built.engines.described[1].describe()
+    assert described["round_host_hidden_s"] == pytest.approx(gpu, rel=1e-12)
+    assert built.engines.costs[1].params.spec_round_overhead_s == pytest.approx(0.05 - gpu, rel=1e-12)
+
+
+def test_a_scenario_can_turn_the_overlap_scheduler_off_or_on():
+    """engine.overlap_schedule overrides the release's (SGLang's --disable-overlap-schedule, vLLM's
+    --async-scheduling): off on 0.5.23 exposes the round's host time again, on 0.5.3 hides it; METRICS says so."""
+    import tempfile
+    from pathlib import Path
+
+    with tempfile.TemporaryDirectory() as first, tempfile.TemporaryDirectory() as second:
+        off = _built(Path(first), "0.5.23", engine={"overlap_schedule": False})
+        on = _built(Path(second), "0.5.3", engine={"overlap_schedule": True})
+    host = off.cost.params.spec_round_overhead_s
+    assert off.engines.costs[1].params.spec_round_overhead_s == host
+    assert on.engines.costs[1].params.spec_round_overhead_s == 0.0
+    for built, value in ((off, False), (on, True)):
+        described = built.engines.described[1].describe()
+        assert described["overlap_schedule"] is value and described["from"]["overlap_schedule"] == "scenario"
+    default = _engine_dump({"max_num_seqs": 8})
+    assert "overlap_schedule" not in default  # left out, a dump leaves it out (study points hash as before)
+    assert _engine_dump({"overlap_schedule": True})["overlap_schedule"] is True
+
+
+def _engine_dump(fields):
+    from simlab.config.scenario import EngineConfig
+
+    return EngineConfig(**fields).model_dump()

@@ -154,13 +154,14 @@ class RooflineHardware(StrictModel):
     alltoall_latency_s: Optional[NonNegativeFloat] = None
     alltoall_efficiency: Optional[float] = Field(default=None, gt=0.0, le=1.0)
     moe_layer_overhead_s: Optional[NonNegativeFloat] = None
+    moe_hidden_overhead_s: Optional[NonNegativeFloat] = None
 
     @model_serializer(mode="wrap")
     def _dump(self, handler: Any) -> dict[str, Any]:
         # left out, expert_precision and spec_round_overhead_s are not written: scenarios' dumps (and the study
         # points hashed from them) stay as they were before the fields existed
         out = handler(self)
-        for name in ("expert_precision", "spec_round_overhead_s", "stack_version"):
+        for name in ("expert_precision", "spec_round_overhead_s", "stack_version", "moe_hidden_overhead_s"):
             if out.get(name, 0) is None:
                 del out[name]
         return out

@@ -7,7 +7,7 @@ context tokens in total (docs/hardware.md, "Calibrated roofline"):
          + Bp x elementwise bytes / (BW x elementwise_efficiency)   norms, rotary, activation, residual adds
          + layers x 5 x kernel_launch_s                             4 elementwise kernels + attention, per layer
          + C x knee(KV bytes / (BW x attention_efficiency), (B/R) x attention FLOPs / (peak x flop_efficiency))
-         + all-reduce(Bp) + step_overhead_s + request_overhead_s x R
+         + all-reduce(Bp) + Bp x sampler + step_overhead_s + request_overhead_s x R
 
 with ``gemm`` and ``knee`` from :mod:`simlab.hardware.knee`. Every term is non-decreasing in B and in C, smooth in
 B (no corner), never below the plain roofline's physics bounds (efficiencies are at most 1), and affine in C.
@@ -89,12 +89,16 @@ class CalibratedRooflineCostModel(RooflineCostModel):
         self._request_s = params.request_overhead_s
         self._width = device.width
 
+    def _sampler_bytes_per_s(self) -> float:
+        return self.device.elem_bytes_per_s
+
     # ----------------------------------------------------------------------------------------- target forward
     def _linear_s(self, tokens: float, head_tokens: float, flop_tokens: Optional[float] = None,
                   routed_tokens: Optional[float] = None, routed_flop_tokens: Optional[float] = None) -> float:
         """Decoder-layer GEMMs over ``tokens`` (their FLOPs those of ``flop_tokens``, default ``tokens``), the LM
-        head over ``head_tokens``, the routed experts over the ``routed_tokens`` of every attention group (default
-        ``tokens``; FLOPs those of ``routed_flop_tokens``), and the per-token elementwise and communication time."""
+        head and the sampler over ``head_tokens``, the routed experts over the ``routed_tokens`` of every attention
+        group (default ``tokens``; FLOPs those of ``routed_flop_tokens``), and the per-token elementwise and
+        communication time."""
         flop_tokens = tokens if flop_tokens is None else flop_tokens
         body = gemm_s(self._body_weight_s, self._body_flop_token_s * flop_tokens, tokens, self._width)
         head = gemm_s(self._head_weight_s, self._head_flop_token_s * head_tokens, head_tokens, self._width)
@@ -103,7 +107,7 @@ class CalibratedRooflineCostModel(RooflineCostModel):
             routed_flops = flop_tokens if routed_flop_tokens is None else routed_flop_tokens
             body += gemm_s(self._routed_read_s * float(self.routed_share(routed)),
                            self._routed_token_s * routed_flops, routed, self._width)
-        return body + head + (self._elem_token_s + self._ar_token_s) * tokens
+        return body + head + (self._elem_token_s + self._ar_token_s) * tokens + self._sample_token_s * head_tokens
 
     def _attention_s(self, queries_per_request: float, context_tokens: float) -> float:
         if context_tokens <= 0.0:
@@ -135,7 +139,7 @@ class CalibratedRooflineCostModel(RooflineCostModel):
             body = body + gemm_array(self._routed_read_s * self.routed_share(routed),
                                      self._routed_token_s * routed, routed, self._width)
         linear = (body + gemm_array(self._head_weight_s, self._head_flop_token_s * padded, padded, self._width)
-                  + (self._elem_token_s + self._ar_token_s) * padded)
+                  + (self._elem_token_s + self._ar_token_s) * padded + self._sample_token_s * padded)
         if self.compressed is None:
             attention = np.maximum(c, 0.0) * knee_array(self._kv_token_s, self._attn_pair_s * (b / requests),
                                                         self._width)

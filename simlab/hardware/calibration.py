@@ -33,6 +33,9 @@ FITTED_PARAMETERS = ("bw_efficiency", "flop_efficiency", "knee_width", "elementw
 # fitted per GPU and serving stack on engine measurements (stage 3)
 STACK_PARAMETERS = ("step_overhead_s", "request_overhead_s", "attention_efficiency", "prefill_efficiency",
                     "quantized_efficiency")
+# fitted per serving stack, for every GPU, on mixture-of-experts engine measurements (stage 4; the first is 0 in
+# the fit, kept for configs that set it)
+MOE_PARAMETERS = ("moe_layer_overhead_s", "moe_hidden_overhead_s")
 # fitted per serving stack, for every GPU, on speculative engine measurements (stage 5)
 SPECULATIVE_PARAMETERS = ("spec_round_overhead_s", "draft_forward_overhead_s")
 _PARAM_FIELDS = tuple(f.name for f in fields(RooflineParams) if f.name != "calibration")
@@ -90,7 +93,8 @@ def fitted_values(gpu: str, stack: str, *, file: Optional[str] = None, field: st
     values = stack_values(entry, stack)
     # stage 4: the stack's routed-expert kernels (one value for every GPU; 0 where the fit has none)
     moe = (fitted.get("moe") or {}).get(stack) or {}
-    values["moe_layer_overhead_s"] = float(moe.get("moe_layer_overhead_s", 0.0))
+    for name in MOE_PARAMETERS:
+        values[name] = float(moe.get(name, 0.0))
     # stage 5: the stack's host time of speculative decoding (one pair for every GPU; 0 where the fit has none)
     speculative = (fitted.get("speculative") or {}).get(stack) or {}
     for name in SPECULATIVE_PARAMETERS:

@@ -92,7 +92,8 @@ def roofline_s(coef, sizes, shares, batch_tokens, context_tokens, num_requests):
         if coef[at.ROUTED] != 0.0:
             memory = memory + coef[at.ROUTED_READ] * routed_share(coef, shares, routed)
             compute = compute + coef[at.ROUTED_TOKEN] * routed
-        return floored(coef, max(memory, compute), padded) + coef[at.AR_TOKEN] * padded + coef[at.FIXED]
+        return (floored(coef, max(memory, compute), padded) + (coef[at.AR_TOKEN] + coef[at.SAMPLE_TOKEN]) * padded
+                + coef[at.FIXED])
     width = coef[at.WIDTH]
     body = knee(coef[at.BODY_WEIGHT], coef[at.BODY_FLOP_TOKEN] * padded, width) if padded > 0.0 else 0.0
     if coef[at.ROUTED] != 0.0:
@@ -100,7 +101,7 @@ def roofline_s(coef, sizes, shares, batch_tokens, context_tokens, num_requests):
                          width) if routed > 0.0 else 0.0)
         body = body + routed_s
     head = knee(coef[at.HEAD_WEIGHT], coef[at.HEAD_FLOP_TOKEN] * padded, width) if padded > 0.0 else 0.0
-    linear = body + head + (coef[at.ELEM_TOKEN] + coef[at.AR_TOKEN]) * padded
+    linear = body + head + (coef[at.ELEM_TOKEN] + coef[at.AR_TOKEN]) * padded + coef[at.SAMPLE_TOKEN] * padded
     attention = max(c, 0.0) * knee(coef[at.KV_TOKEN], coef[at.ATTN_PAIR] * (b / requests), width)
     return floored(coef, linear + attention, padded) + coef[at.FIXED] + coef[at.REQUEST] * requests
 

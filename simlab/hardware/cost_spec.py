@@ -25,7 +25,8 @@ import numpy as np
 KIND, GROUPS, MEM_FIXED, MEM_PER_CONTEXT, DECODE_TOKEN, ATTN_PAIR, ROUTED, ROUTED_READ, ROUTED_TOKEN = range(9)
 LAUNCH_FLOOR, GRAPH_LIMIT, AR_TOKEN, FIXED, SHARE_INTERP = range(9, 14)
 BODY_WEIGHT, BODY_FLOP_TOKEN, HEAD_WEIGHT, HEAD_FLOP_TOKEN, ELEM_TOKEN, KV_TOKEN, REQUEST, WIDTH = range(14, 22)
-NUM_COEF = 22
+SAMPLE_TOKEN = 22
+NUM_COEF = 23
 PLAIN, CALIBRATED = 1.0, 2.0  # coef[KIND]
 
 # a roofline draft spec's layout: the method, the layout and the host times, the device, then four forward shapes
@@ -60,7 +61,7 @@ def roofline_spec(cost) -> Optional[tuple]:
     coef[ROUTED] = 1.0 if cost._routed else 0.0
     coef[ROUTED_READ], coef[ROUTED_TOKEN] = cost._routed_read_s, cost._routed_token_s
     coef[LAUNCH_FLOOR], coef[GRAPH_LIMIT] = cost._launch_floor_s, cost._graph_limit
-    coef[AR_TOKEN], coef[FIXED] = cost._ar_token_s, cost._fixed_s
+    coef[AR_TOKEN], coef[FIXED], coef[SAMPLE_TOKEN] = cost._ar_token_s, cost._fixed_s, cost._sample_token_s
     if calibrated:
         coef[BODY_WEIGHT], coef[BODY_FLOP_TOKEN] = cost._body_weight_s, cost._body_flop_token_s
         coef[HEAD_WEIGHT], coef[HEAD_FLOP_TOKEN] = cost._head_weight_s, cost._head_flop_token_s

@@ -18,6 +18,7 @@ from simlab.hardware.specs import BF16_BYTES, GIB, GpuSpec, ModelConfig
 PROFILE_BATCH_TOKENS = 8192
 PROFILE_SAMPLED_ROWS = 256
 NON_TORCH_RESERVE_BYTES = 1 * GIB  # CUDA context, cuBLAS/NCCL workspaces, CUDA-graph pool (an estimate)
+MOE_HIDDEN_UNIT = 1024  # moe_hidden_overhead_s is seconds per this many of the hidden size
 KV_BLOCK_TOKENS = 16  # vLLM's default KV block size: capacity is a whole number of blocks
 
 
@@ -58,8 +59,11 @@ class RooflineParams:
     alltoall_latency_s: float = 4.165e-05
     alltoall_efficiency: float = 0.42
     # the routed-expert kernels' fixed time per MoE layer and forward (routing, token sort, the grouped GEMMs'
-    # launch and tail), fitted per stack on MoE engine measurements; 0 for a dense model
+    # launch and tail): moe_layer_overhead_s, plus moe_hidden_overhead_s per 1,024 of the hidden size (the fused
+    # kernels' serial loop over the hidden dimension, which tensor parallelism does not split); the calibration
+    # fits the second per stack on MoE engine measurements (docs/hardware.md, "Expert parallelism"); 0 when dense
     moe_layer_overhead_s: float = 0.0
+    moe_hidden_overhead_s: float = 0.0
     expert_precision: Optional[str] = None  # the routed experts' weights (None: precision's)
     calibration: str = "none"
 
@@ -71,6 +75,10 @@ class RooflineParams:
     def expert_format(self) -> str:
         """The routed experts' weight format: ``expert_precision`` when given, else ``precision``."""
         return self.expert_precision or self.precision
+
+    def moe_layer_s(self, hidden_size: int) -> float:
+        """The routed-expert kernels' fixed seconds per MoE layer and forward of a model with ``hidden_size``."""
+        return self.moe_layer_overhead_s + self.moe_hidden_overhead_s * hidden_size / MOE_HIDDEN_UNIT
 
     def as_dict(self) -> dict[str, Any]:
         out = asdict(self)

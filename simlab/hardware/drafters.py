@@ -139,7 +139,7 @@ class RooflineDrafter:
                 weight_bytes=(body * bytes_per_param + (model.lm_head_params + norms) * BF16_BYTES) / tp,
                 routed_bytes=routed * WEIGHT_BYTES[params.expert_format] / layout.expert_holders,
                 num_allreduces=1 if alltoall else self.mtp_step.num_allreduces,
-                alltoall=alltoall, moe_layer_overhead_s=params.moe_layer_overhead_s)
+                alltoall=alltoall, moe_layer_overhead_s=params.moe_layer_s(h))
         layers = params.draft_layers
         block_matmul = layers * layer_matmul + DFLASH_FUSED_LAYERS * h * h + model.lm_head_params
         self.parallel_block = shape(block_matmul, layers * norms, layers,

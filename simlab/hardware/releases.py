@@ -160,6 +160,7 @@ class ArmEngine:
     lookahead_slots: int
     release: Optional[EngineRelease]
     graph_sizes: Optional[list[int]] = None  # the CUDA-graph sizes its steps pad to, where the release changes them
+    round_host: Any = None  # a speculative arm's host time per round, and what overlap hides (hardware.overlap)
 
     def describe(self) -> dict:
         """METRICS ``engine``: the effective settings, the release and where each came from."""
@@ -168,6 +169,8 @@ class ArmEngine:
         out["lookahead_slots"] = self.lookahead_slots
         if self.graph_sizes is not None:
             out["cuda_graph_max_tokens"] = max(self.graph_sizes, default=0)
+        if self.round_host is not None:
+            out.update(self.round_host.describe())
         out["stack_version"] = self.release.label if self.release is not None else None
         out["from"] = dict(self.origin)
         return out
@@ -195,10 +198,14 @@ def resolve_engine(given: dict[str, Any], fields_set: set[str], release: Optiona
         else:
             settings[name], origin[name] = chosen.value, where
     overlap = None
-    if release is not None:
+    if given.get("overlap_schedule") is not None:
+        overlap, origin["overlap_schedule"] = bool(given["overlap_schedule"]), "scenario"
+    elif release is not None:
         chosen = release.speculative.get("overlap_schedule") if speculative else None
+        where = f"{release.label} under speculation" if chosen is not None else f"{release.label} default"
         chosen = chosen or release.defaults.get("overlap_schedule")
-        overlap = None if chosen is None else bool(chosen.value)
+        if chosen is not None:
+            overlap, origin["overlap_schedule"] = bool(chosen.value), where
     # a running request holds KV slots for what it verifies beyond its anchor (simlab's paged KV does so always)
     return ArmEngine(settings, origin, overlap, draft_tokens if speculative else 0, release)
 

@@ -5,7 +5,10 @@ CUDA-graph buckets) whose requests hold C context tokens in total, R requests:
 
     memory  = (weight bytes read + C x KV bytes per token) / (HBM bytes/s x bw_efficiency)
     compute = (2 x matmul params x Bp + 4 x layers x heads x head_dim x (B / R) x C) / (peak x flop_efficiency)
-    step    = max(memory, compute) + all-reduce(Bp) + step_overhead_s
+    step    = max(memory, compute) + all-reduce(Bp) + Bp x sampler + step_overhead_s
+
+with ``sampler`` the seconds one logit row's sampling moves over the whole vocabulary (:data:`SAMPLER_BYTES_PER_LOGIT`
+per entry, on one GPU: the engines gather the logits before sampling)
 
 (bytes, FLOPs and heads divided by tp). Prefill tokens add matmul FLOPs (no LM head) and attention FLOPs from
 the query-key pairs they compute. A mixture of experts reads the routed experts its tokens touch, and with
@@ -35,6 +38,12 @@ from simlab.hardware.drafters import LAYER_KERNELS, LM_HEAD_KERNELS, SAMPLING_KE
 from simlab.hardware.moe_layout import AllToAll, MoeLayout
 from simlab.hardware.precision import KV_BYTES, WEIGHT_BYTES
 from simlab.hardware.specs import GpuSpec, ModelConfig
+
+# bytes moved per vocabulary entry of every logit row an engine samples (each verified position, and a prefill
+# chunk's last token): fp32 logits written and read by the softmax, probabilities written and read by the sampler
+# or rejection sampler (vLLM's Sampler and RejectionSampler, SGLang's tree verification). Unpriced before: at 64
+# users x 4 positions on Qwen3's 152k vocabulary about 0.25 ms of a step on an H100.
+SAMPLER_BYTES_PER_LOGIT = 16
 
 
 def target_kernels(model: ModelConfig) -> int:
@@ -118,14 +127,19 @@ class RooflineCostModel(CostModel):
             self._ar_fixed_s += model.num_moe_layers * self.alltoall.latency_s
             self._ar_token_s += model.num_moe_layers * self.alltoall.s_per_token / tp
         # the routed-expert kernels' fixed time, once per MoE layer of every forward
-        self._moe_fixed_s = model.num_moe_layers * params.moe_layer_overhead_s
+        self._moe_fixed_s = model.num_moe_layers * params.moe_layer_s(model.hidden_size)
         self._fixed_s = self._ar_fixed_s + params.step_overhead_s + self._moe_fixed_s  # 0.0 for a dense model
         # outside a CUDA graph (above the largest captured size, or a stack without graphs) a forward cannot be
         # faster than the host launching its kernels one by one
         self._launch_floor_s = params.host_launch_s * target_kernels(model)
+        self._sample_token_s = model.vocab_size * SAMPLER_BYTES_PER_LOGIT / self._sampler_bytes_per_s()
         self._graph_limit = buckets.largest
         self.drafter = RooflineDrafter(model, device, params, layout, self.alltoall)
         self._kv_cache_tokens = self._capacity_tokens()
+
+    def _sampler_bytes_per_s(self) -> float:
+        """The rate the sampler's elementwise passes move bytes at (the calibrated roofline: its elementwise one)."""
+        return self.device.bytes_per_s
 
     # ----------------------------------------------------------------------------------------- target forward
     def verify_s(
@@ -196,7 +210,7 @@ class RooflineCostModel(CostModel):
             memory += self._routed_read_s * float(self.routed_share(routed_tokens))
             compute += self._routed_token_s * routed_tokens
         gpu = memory if memory > compute else compute
-        return self._floored(gpu, padded) + self._ar_token_s * padded + self._fixed_s
+        return self._floored(gpu, padded) + (self._ar_token_s + self._sample_token_s) * padded + self._fixed_s
 
     def _grouped_array(self, b: np.ndarray, c: np.ndarray, requests: np.ndarray
                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -222,7 +236,8 @@ class RooflineCostModel(CostModel):
         if self._routed:
             memory = memory + self._routed_read_s * self.routed_share(routed)
             compute = compute + self._routed_token_s * routed
-        cost = self._floored_array(np.maximum(memory, compute), padded) + self._ar_token_s * padded + self._fixed_s
+        per_token = self._ar_token_s + self._sample_token_s
+        cost = self._floored_array(np.maximum(memory, compute), padded) + per_token * padded + self._fixed_s
         return np.where(b0 > 0, cost, 0.0)
 
     def _mixed_group(self, decode_tokens: int, context_tokens: float, num_requests: int, prefill_tokens: int,
@@ -266,7 +281,9 @@ class RooflineCostModel(CostModel):
             memory += self._routed_read_s * float(self.routed_share(routed))
             compute += (self._routed_token_s * (routed - prefill_tokens)
                         + self._routed_token_s * prefill_tokens / efficiency)
-        return (max(memory, compute, self._launch_floor_s) + self._ar_token_s * (d + p) + self._fixed_s)
+        head_tokens = d if d > 0 else 1.0  # logits for the decode tokens and the chunk's last token
+        return (max(memory, compute, self._launch_floor_s) + self._ar_token_s * (d + p)
+                + self._sample_token_s * head_tokens + self._fixed_s)
 
     def _capped_entries(self, context_per_request: ArrayOrFloat) -> ArrayOrFloat:
         """Compressed attention: the window's and CSA's selected entries a query attends over all layers, at its

@@ -208,7 +208,7 @@ def plan_command(
 def _deployment_line(d: dict) -> str:
     from simlab.studies.plan_report import deployment_layout
 
-    return f"{deployment_layout(d)} ({d['num_gpus']} GPUs, ${d['usd_per_hour']:,.2f}/h)"
+    return f"{deployment_layout(d)} ({d['num_gpus']} GPU{'s' if d['num_gpus'] != 1 else ''}, ${d['usd_per_hour']:,.2f}/h)"
 
 
 def plan_table(doc: dict):

@@ -32,6 +32,11 @@ ASSUMED_ACCEPTANCE = {
 }
 # lengths a harness's runs do not state: SpecForge's bench_eagle3 (as engine_measurements.csv's SpecForge rows)
 ASSUMED_LENGTHS = {"bench_eagle3": (256, 512)}
+# a run that names no release: its engine's scheduler did not overlap a speculative round (every such run of the
+# file predates the releases that keep overlap with speculation, SGLang 0.5.23 and vLLM's async scheduling; the
+# newest of them, AngelSlim #163, is from 2025-12-08)
+NO_RELEASE_OVERLAP = (False, "overlap scheduler off under speculation (no release stated; the run predates the "
+                             "releases that keep it)")
 # models simlab simulates as another: (as, the longest context, prompt + output, for which that is exact)
 SIMULATED_AS = {"deepseek-v3.2": ("deepseek-v3", 2048)}  # DSA attends its 2,048 top tokens: all of a short context
 
@@ -41,7 +46,6 @@ class LoadRecord(ServingRecord):
     """A run of spec_load_measurements.csv: a :class:`ServingRecord` whose engine limits may be unstated (the
     release's defaults then), with its release, its pair and, for a draft tree, its shape."""
 
-    engine_version: Optional[str] = None
     pair: str = ""
     assumed: str = ""  # what was assumed where the source is silent (an acceptance length, another model)
     tree_topk: Optional[int] = None
@@ -99,6 +103,8 @@ def read_load_records(path: Optional[Path] = None) -> tuple[list[LoadRecord], li
             model = SIMULATED_AS[model][0]
             assumed.append(f"simulated as {model}")
         tree = _integer(row.get("spec_topk")) not in (None, 1) and method is not None
+        if method is not None and _text(row.get("engine_version")) is None:
+            assumed.append(NO_RELEASE_OVERLAP[1])
         input_tokens, output_tokens = _lengths(row, assumed)
         gamma = _integer(row.get("spec_steps")) if tree else _integer(row.get("num_speculative_tokens"))
         records.append(LoadRecord(
@@ -219,6 +225,8 @@ def load_scenario(record: LoadRecord) -> dict[str, Any]:
         scenario["hardware"]["stack_version"] = version
     engine = {k: v for k, v in (("max_num_seqs", record.stated_max_num_seqs),
                                 ("max_batch_tokens", record.stated_max_batch_tokens)) if v is not None}
+    if version is None and record.speculative:
+        engine["overlap_schedule"] = NO_RELEASE_OVERLAP[0]
     scenario["engine"] = engine
     if record.tree_topk is not None:
         depth, topk, tokens = record.num_draft_tokens, record.tree_topk, record.tree_num_draft_tokens

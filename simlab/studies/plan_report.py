@@ -28,7 +28,7 @@ def deployment_layout(d: dict) -> str:
 
 
 def _deployment_text(d: dict) -> str:
-    return f"{deployment_layout(d)}: {d['num_gpus']} GPUs, {_money(d['usd_per_hour'])}"
+    return f"{deployment_layout(d)}: {d['num_gpus']} GPU{'s' if d['num_gpus'] != 1 else ''}, {_money(d['usd_per_hour'])}"
 
 
 def pareto_png(doc: dict) -> Optional[bytes]:

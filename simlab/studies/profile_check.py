@@ -101,10 +101,12 @@ def record_scenario(record: ServingRecord, hardware: Any = None) -> dict[str, An
                      "output_tokens": {"dist": "constant", "value": record.output_tokens}},
         "hardware": hardware if hardware is not None else record.hardware(),
         # vLLM, SGLang and TensorRT-LLM page the KV cache: a prompt is admitted on its own blocks and the newest
-        # request is preempted (recomputed) when a decode step finds none free. Every engine field is given, so
-        # the replay is the same whichever release the roofline's stack is (the calibration was fitted so)
+        # request is preempted (recomputed) when a decode step finds none free. Every engine field is given (and
+        # whether the run's engine overlapped its scheduling under speculation), so the replay is the same whichever
+        # release the roofline's stack is (the calibration was fitted so)
         "engine": {"max_num_seqs": record.max_num_seqs, "max_batch_tokens": record.max_batch_tokens,
-                   "prefill_chunk_tokens": record.max_batch_tokens, "kv_policy": "paged", "block_size": 16},
+                   "prefill_chunk_tokens": record.max_batch_tokens, "kv_policy": "paged", "block_size": 16,
+                   "overlap_schedule": record.overlapped},
         "acceptance": acceptance,
         "arms": [arm],
     }

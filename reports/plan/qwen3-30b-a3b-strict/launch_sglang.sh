@@ -1,3 +1,3 @@
 python -m sglang.launch_server --model-path Qwen/Qwen3-30B-A3B --tp 1 --quantization fp8 --max-running-requests 128 --chunked-prefill-size 8192 --speculative-algorithm DSPARK --speculative-draft-model-path '<dspark drafter for Qwen/Qwen3-30B-A3B>' --speculative-num-steps 7 --speculative-eagle-topk 1 --speculative-num-draft-tokens 8
-# run on 2 replica(s) behind a load balancer
+# run on 1 replica(s) behind a load balancer
 # flags as of sglang 0.5.3; written by simlab plan

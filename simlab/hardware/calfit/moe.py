@@ -5,9 +5,14 @@ A dense fit prices an MoE layer's expert weights at the GPU's fitted GEMM bandwi
 a few microseconds a layer; engines take far longer: the routing (router GEMM, top-k, the token sort that groups
 tokens by expert) and the grouped expert GEMMs' launch and tail cost a fixed time per MoE layer that CUDA graphs
 do not remove (SGLang PR #11816 times the Triton fused-MoE kernel of DeepSeek-R1 at 53 us for one token on B200,
-where the weights it reads take 7 us). ``moe_layer_overhead_s`` is that time, one value per stack for every GPU,
-fitted on the MoE records of the sources listed, every other parameter as stage 3 left it; a stack without MoE
-records takes another's (``borrow``). Every other MoE record is held out, and ``simlab profiles check`` states
+where the weights it reads take 7 us). At a small batch the fused kernels are latency-bound: each thread block
+walks the hidden dimension in sequence (the gate/up GEMM's K loop), which tensor parallelism does not shorten, so
+the time grows with the hidden size, not with the bytes a GPU reads (Qwen3-30B-A3B at batch 1 steps in 4.5 ms on
+2 H100s and on 4). ``moe_hidden_overhead_s`` is that time per MoE layer and forward per 1,024 of the hidden size,
+one value per stack for every GPU, fitted on the MoE records of the sources listed, every other parameter as
+stage 3 left it; a stack without MoE records takes another's (``borrow``). A single time per layer
+(``moe_layer_overhead_s``, the form before) fitted on DeepSeek-R1 put Qwen3-30B-A3B's one-user step 44 % slow.
+Every other MoE record is held out, and ``simlab profiles check`` states
 each source's error with the stack refitted without it (leave one source out).
 """
 
@@ -26,8 +31,8 @@ from simlab.hardware.device import RooflineParams
 from simlab.hardware.specs import get_model
 from simlab.hardware.stacks import get_stack
 
-PARAMETER = "moe_layer_overhead_s"
-X0_US, LOWER_US, UPPER_US = 50.0, 0.0, 1000.0
+PARAMETER = "moe_hidden_overhead_s"
+X0_US, LOWER_US, UPPER_US = 10.0, 0.0, 200.0  # per 1,024 of the hidden size
 
 
 def moe_records(records: list[ServingRecord], stack: str, how: dict[str, Any],
@@ -46,12 +51,12 @@ def stage3_params(gpus: dict[str, Any], gpu: str, stack: str) -> RooflineParams:
 
 def fit_overhead(records: list[ServingRecord], gpus: dict[str, Any], stack: str, replay: Optional[Replay] = None
                  ) -> tuple[float, float, float]:
-    """(moe_layer_overhead_s, its standard error, rms log residual) fitted on ``records``; to the engine replay
+    """(moe_hidden_overhead_s, its standard error, rms log residual) fitted on ``records``; to the engine replay
     when ``replay`` is given (:mod:`simlab.hardware.calfit.replayed`)."""
     base = {r.gpu: stage3_params(gpus, r.gpu, stack) for r in records}
 
     def params(x: np.ndarray, record: ServingRecord) -> RooflineParams:
-        return replace(base[record.gpu], moe_layer_overhead_s=float(x[0]) * 1e-6)
+        return replace(base[record.gpu], moe_hidden_overhead_s=float(x[0]) * 1e-6)
 
     result = fit_replayed(observations(records), params, predict, [X0_US], [LOWER_US], [UPPER_US], replay).result
     return float(result.x[0]) * 1e-6, float(result.standard_errors[0]) * 1e-6, result.rms_log_residual

@@ -79,6 +79,15 @@ class ServingRecord:
     expert_parallel: int = 1  # a mixture of experts served with expert parallelism (simlab.hardware.moe_layout)
     dataset: Optional[str] = None  # the benchmark's prompts (sharegpt, random, gsm8k, ...)
     checkpoint: Optional[str] = None  # the target's checkpoint, with the drafter's after a '+' in speculative runs
+    engine_version: Optional[str] = None  # the release (a tag such as v0.5.3) or build the run names, as written
+
+    @property
+    def overlapped(self) -> bool:
+        """Whether the run's engine kept its overlap scheduler with speculation on: SGLang's spec V2, which the
+        record's engine_version names (SGLANG_ENABLE_SPEC_V2); the other speculative runs of the data set ran on
+        releases that turn it off under speculation (SGLang before 0.5.23, vLLM before async scheduling with it)."""
+        version = (self.engine_version or "").lower()
+        return self.speculative and ("spec v2" in version or "spec_v2" in version)
 
     @property
     def speculative(self) -> bool:
@@ -119,7 +128,7 @@ def read_records(path: Path) -> list[ServingRecord]:
             spec_method=_text(row.get("spec_method")), num_draft_tokens=_integer(row.get("num_draft_tokens")),
             acceptance_length=_optional(row.get("acceptance_length")),
             expert_parallel=_integer(row.get("expert_parallel")) or 1, dataset=_text(row.get("dataset")),
-            checkpoint=_text(row.get("checkpoint"))))
+            checkpoint=_text(row.get("checkpoint")), engine_version=_text(row.get("engine_version"))))
     return records
 
 

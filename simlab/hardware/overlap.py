@@ -1,0 +1,76 @@
+"""The speculative round's host time under an overlap (async) scheduler: hidden behind the GPU, or exposed.
+
+``spec_round_overhead_s`` is the host work of a speculative round (the verify's bookkeeping, accepting tokens,
+the next draft's setup), fitted on SGLang runs whose release turned the overlap scheduler off under speculation
+(simlab/hardware/calfit/speculative.py). A release that keeps its overlap or async scheduler with speculation on
+(SGLang 0.5.23's V2 worker, vLLM 0.34.0's async scheduling, TensorRT-LLM's overlap scheduler for MTP; the
+releases table of docs/hardware.md) runs that work for round N+1 while the GPU runs round N, so a round costs
+
+    max(GPU round, host) = GPU round + max(0, host - GPU round)
+
+and the host time is exposed only where it outlasts the GPU's work. simlab prices the exposed part as one constant
+per arm: the host time less the GPU time of the arm's smallest round (one request, no context, its verify of
+1 + gamma tokens, or a tree's nodes). Every larger round takes longer on the GPU, so the constant is exact for one
+request and an upper bound above; for the targets simlab ships (a round of 3 ms or more on any GPU) it is 0.
+
+The drafter's host time per forward (``draft_forward_overhead_s``) stays: each draft forward waits for the one
+before it, which a scheduler's overlap does not hide. Cost models measured as tables keep what they measured.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, Optional
+
+
+@dataclass(frozen=True)
+class RoundHost:
+    """One arm's speculative host time per round: what the fit prices, what overlap hides, what stays."""
+
+    host_s: float
+    hidden_s: float
+
+    @property
+    def exposed_s(self) -> float:
+        return self.host_s - self.hidden_s
+
+    def describe(self) -> dict[str, float]:
+        return {"round_host_s": self.host_s, "round_host_hidden_s": self.hidden_s}
+
+
+def _priced_host(cost: Any) -> Optional[float]:
+    """The round's host time of a roofline (plain or calibrated) with a drafter, else None (a table)."""
+    params, drafter = getattr(cost, "params", None), getattr(cost, "drafter", None)
+    if params is None or drafter is None or not hasattr(params, "spec_round_overhead_s"):
+        return None
+    return float(params.spec_round_overhead_s)
+
+
+def smallest_round_gpu_s(cost: Any, verify_tokens: int) -> float:
+    """GPU seconds of an arm's smallest verify: ``verify_tokens`` tokens of one request at no context, less the
+    step's host times (step and request overheads)."""
+    params = cost.params
+    host = float(params.step_overhead_s) + float(getattr(params, "request_overhead_s", 0.0) or 0.0)
+    return max(0.0, float(cost.verify_s(verify_tokens, 0.0, 1)) - host)
+
+
+def with_overlap(cost: Any, overlap: Optional[bool], verify_tokens: int) -> tuple[Any, Optional[RoundHost]]:
+    """``cost`` for a speculative arm whose release keeps (``overlap`` True) or drops its overlap scheduler, and
+    the arm's :class:`RoundHost` (None where the cost model prices no round host time: a table). With overlap, a
+    copy whose round host time is the part the smallest round's GPU time does not cover."""
+    host = _priced_host(cost)
+    if host is None:
+        return cost, None
+    if not overlap or host <= 0.0:
+        return cost, RoundHost(host, 0.0)
+    exposed = max(0.0, host - smallest_round_gpu_s(cost, verify_tokens))
+    if exposed == host:
+        return cost, RoundHost(host, 0.0)
+    params = dataclasses.replace(cost.params, spec_round_overhead_s=exposed)
+    copied = copy.copy(cost)
+    copied.params = params
+    copied.drafter = copy.copy(cost.drafter)
+    copied.drafter.params = params
+    return copied, RoundHost(host, host - exposed)
