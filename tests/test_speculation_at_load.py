@@ -189,47 +189,36 @@ def test_vllm_captures_speculative_graphs_in_whole_requests():
     assert spec_decode_sizes([1, 2, 4, 8], 3) == [3, 6]  # 9 is above the largest, 8
 
 
-def test_a_spec_arm_on_vllm_pads_to_its_own_graphs(tmp_path):
-    data = {
-        "name": "graphs", "seed": 2,
-        "workload": {"kind": "closed_loop", "concurrency": 3, "num_requests": 6,
-                     "prompt_tokens": {"dist": "constant", "value": 200},
-                     "output_tokens": {"dist": "constant", "value": 40}},
-        "hardware": {"kind": "roofline", "gpu": "h100-sxm", "model": "qwen3-8b", "stack": "vllm",
-                     "stack_version": "0.13.0"},
-        "acceptance": {"kind": "iid", "alpha": 0.6},
-        "arms": [{"name": "no-spec", "method": "none"},
-                 {"name": "mtp", "method": "mtp", "gamma": 2, "scheduler": {"kind": "fixed"}}],
-    }
+def _built(tmp_path, version, engine=None, *, stack="sglang", arm=("eagle3", 3), concurrency=2, **hardware):
+    """The built scenario of Qwen3-8B on an H100 under ``stack`` ``version``: no speculation and ``arm`` (method,
+    gamma) at a fixed draft length, ``concurrency`` users of 200/40 tokens, twice that many requests."""
     from simlab.config.loading import load_scenario
     from simlab.runner import build
 
-    built = build(load_scenario(write_scenario(tmp_path, data)))
+    method, gamma = arm
+    data = {
+        "name": "spec-at-load", "seed": 2,
+        "workload": {"kind": "closed_loop", "concurrency": concurrency, "num_requests": 2 * concurrency,
+                     "prompt_tokens": {"dist": "constant", "value": 200},
+                     "output_tokens": {"dist": "constant", "value": 40}},
+        "hardware": {"kind": "roofline", "gpu": "h100-sxm", "model": "qwen3-8b", "stack": stack,
+                     "stack_version": version, **hardware},
+        "acceptance": {"kind": "iid", "alpha": 0.6},
+        "arms": [{"name": "no-spec", "method": "none"},
+                 {"name": method, "method": method, "gamma": gamma, "scheduler": {"kind": "fixed"}}],
+        **({"engine": engine} if engine else {}),
+    }
+    return build(load_scenario(write_scenario(tmp_path, data)))
+
+
+def test_a_spec_arm_on_vllm_pads_to_its_own_graphs(tmp_path):
+    built = _built(tmp_path, "0.13.0", stack="vllm", arm=("mtp", 2), concurrency=3)
     plain, spec = built.engines.costs
     assert plain is built.cost and spec.buckets.sizes[:3] == [3, 6, 9]
     # 7 tokens run the graph of 9 (three requests of 1 + 2), not vLLM's plain graph of 8; 9 its own, not 16's
     assert (spec.buckets.pad(7), spec.buckets.pad(9)) == (9, 9) and (plain.buckets.pad(7), plain.buckets.pad(9)) == (8, 16)
     assert spec.verify_s(9, 600.0, 3) < plain.verify_s(9, 600.0, 3)  # the padded tokens' elementwise work
     assert built.engines.described[1].describe()["cuda_graph_max_tokens"] == 498
-
-
-def _built(tmp_path, version, engine=None, **hardware):
-    from simlab.config.loading import load_scenario
-    from simlab.runner import build
-
-    data = {
-        "name": "overlap", "seed": 2,
-        "workload": {"kind": "closed_loop", "concurrency": 2, "num_requests": 4,
-                     "prompt_tokens": {"dist": "constant", "value": 200},
-                     "output_tokens": {"dist": "constant", "value": 40}},
-        "hardware": {"kind": "roofline", "gpu": "h100-sxm", "model": "qwen3-8b", "stack": "sglang",
-                     "stack_version": version, **hardware},
-        "acceptance": {"kind": "iid", "alpha": 0.6},
-        "arms": [{"name": "no-spec", "method": "none"},
-                 {"name": "eagle3", "method": "eagle3", "gamma": 3, "scheduler": {"kind": "fixed"}}],
-        **({"engine": engine} if engine else {}),
-    }
-    return build(load_scenario(write_scenario(tmp_path, data)))
 
 
 def test_a_release_that_keeps_its_overlap_hides_the_rounds_host_time(tmp_path):
@@ -266,15 +255,11 @@ def test_host_time_longer_than_the_smallest_round_stays_exposed_beyond_it(tmp_pa
     assert built.engines.costs[1].params.spec_round_overhead_s == pytest.approx(0.05 - gpu, rel=1e-12)
 
 
-def test_a_scenario_can_turn_the_overlap_scheduler_off_or_on():
+def test_a_scenario_can_turn_the_overlap_scheduler_off_or_on(tmp_path):
     """engine.overlap_schedule overrides the release's (SGLang's --disable-overlap-schedule, vLLM's
     --async-scheduling): off on 0.5.23 exposes the round's host time again, on 0.5.3 hides it; METRICS says so."""
-    import tempfile
-    from pathlib import Path
-
-    with tempfile.TemporaryDirectory() as first, tempfile.TemporaryDirectory() as second:
-        off = _built(Path(first), "0.5.23", engine={"overlap_schedule": False})
-        on = _built(Path(second), "0.5.3", engine={"overlap_schedule": True})
+    off = _built(tmp_path, "0.5.23", engine={"overlap_schedule": False})
+    on = _built(tmp_path, "0.5.3", engine={"overlap_schedule": True})
     host = off.cost.params.spec_round_overhead_s
     assert off.engines.costs[1].params.spec_round_overhead_s == host
     assert on.engines.costs[1].params.spec_round_overhead_s == 0.0

@@ -32,10 +32,6 @@ class RoundHost:
     host_s: float
     hidden_s: float
 
-    @property
-    def exposed_s(self) -> float:
-        return self.host_s - self.hidden_s
-
     def describe(self) -> dict[str, float]:
         return {"round_host_s": self.host_s, "round_host_hidden_s": self.hidden_s}
 

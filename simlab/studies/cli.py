@@ -206,9 +206,9 @@ def plan_command(
 
 
 def _deployment_line(d: dict) -> str:
-    from simlab.studies.plan_report import deployment_layout
+    from simlab.studies.plan_report import deployment_layout, num_gpus_text
 
-    return f"{deployment_layout(d)} ({d['num_gpus']} GPU{'s' if d['num_gpus'] != 1 else ''}, ${d['usd_per_hour']:,.2f}/h)"
+    return f"{deployment_layout(d)} ({num_gpus_text(d)}, ${d['usd_per_hour']:,.2f}/h)"
 
 
 def plan_table(doc: dict):

@@ -27,8 +27,13 @@ def deployment_layout(d: dict) -> str:
     return f"{count} of {d['gpu']} {d['stack']} {d['precision']} tp{d['tensor_parallel']}{ep}, arm {d['arm']}"
 
 
+def num_gpus_text(d: dict) -> str:
+    """A DEPLOYMENT's GPUs in words: '1 GPU', '8 GPUs'."""
+    return f"{d['num_gpus']} GPU{'s' if d['num_gpus'] != 1 else ''}"
+
+
 def _deployment_text(d: dict) -> str:
-    return f"{deployment_layout(d)}: {d['num_gpus']} GPU{'s' if d['num_gpus'] != 1 else ''}, {_money(d['usd_per_hour'])}"
+    return f"{deployment_layout(d)}: {num_gpus_text(d)}, {_money(d['usd_per_hour'])}"
 
 
 def pareto_png(doc: dict) -> Optional[bytes]:
