@@ -13,7 +13,7 @@ import pytest
 
 from simlab.acceptance.tree import (accepted, build_tree, chain_tokens_per_round, max_tokens, rank_probs,
                                     static_tree, target_ranks)
-from simlab.acceptance.tree_fit import FITTED, HELD_OUT, calibrate
+from simlab.acceptance.tree_fit import CATCH, FITTED, HELD_OUT, calibrate
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "acceptance.md"
 
@@ -101,6 +101,7 @@ def test_the_calibration_and_its_held_out_errors_are_what_the_docs_say():
     assert calibration.predict(FITTED) == pytest.approx(FITTED.tokens_per_round, abs=1e-9)
     assert np.abs(calibration.chain_residuals["eagle3"]).max() < 0.02  # chains of 2..7 drafts
     assert 0.0 < calibration.catch < 1.0
+    assert calibration.catch == pytest.approx(CATCH, abs=1e-8)  # the stored constant the simulator reads
     doc = DOCS.read_text(encoding="utf-8")
     assert f"catch = {calibration.catch:.3f}" in doc
     for point in HELD_OUT:

@@ -11,6 +11,8 @@ scaling is monotone, so the order of the estimates at each position is kept.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from scipy.special import expit, logit
 
@@ -66,7 +68,8 @@ def _best_temperature(logits: np.ndarray, prefix: np.ndarray, outcome: np.ndarra
     step = coarse[1] - coarse[0]
     fine = np.linspace(coarse[best] - step, coarse[best] + step, FINE_POINTS)
     fine = np.clip(fine, *LOG_T_RANGE)
-    return float(np.exp(fine[_argmin_ece(fine, logits, prefix, outcome, num_bins)]))
+    # math.exp, not np.exp: numpy's SIMD exp differs in the last bit between CPUs (docs/architecture.md)
+    return math.exp(float(fine[_argmin_ece(fine, logits, prefix, outcome, num_bins)]))
 
 
 def _argmin_ece(log_t: np.ndarray, logits: np.ndarray, prefix: np.ndarray, outcome: np.ndarray, num_bins: int) -> int:

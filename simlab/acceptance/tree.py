@@ -60,8 +60,10 @@ class DraftTree:
 
 def rank_probs(alpha: float, catch: float, max_rank: int) -> np.ndarray:
     """[max_rank] P(the target's token is the drafter's i-th candidate), i = 1..max_rank."""
-    i = np.arange(2, max_rank + 1)
-    return np.concatenate([[alpha], (1.0 - alpha) * catch * (1.0 - catch) ** (i - 2)])
+    # (1 - catch)^(i - 2) as repeated products (exact IEEE operations), not np.power, whose SIMD implementations
+    # differ in the last bit between CPUs (docs/architecture.md, "The same answer on every machine")
+    powers = np.cumprod(np.concatenate([[1.0], np.full(max(max_rank - 2, 0), 1.0 - catch)]))[:max_rank - 1]
+    return np.concatenate([[alpha], (1.0 - alpha) * catch * powers])
 
 
 def build_tree(alpha, catch: float, topk: int, num_draft_tokens: int, depth: int) -> DraftTree:

@@ -10,7 +10,6 @@ Llama-3.1-8B-Instruct on MT-bench at temperature 0 (docs/acceptance.md, "Draft t
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -71,7 +70,8 @@ class TreeCalibration:
 
 def chain_alpha(params, num_positions: int = MAX_DEPTH) -> np.ndarray:
     alpha_1, alpha_inf, rho = params
-    return alpha_inf + (alpha_1 - alpha_inf) * rho ** np.arange(num_positions)
+    powers = np.cumprod(np.concatenate([[1.0], np.full(max(num_positions - 1, 0), float(rho))]))[:num_positions]
+    return alpha_inf + (alpha_1 - alpha_inf) * powers  # rho^d as products: the same bits on every CPU
 
 
 def fit_chain(tokens_per_round) -> tuple[np.ndarray, np.ndarray]:
@@ -88,10 +88,15 @@ def fit_chain(tokens_per_round) -> tuple[np.ndarray, np.ndarray]:
     return fit.x, residuals(fit.x)
 
 
-@functools.lru_cache(maxsize=1)
+CATCH = 0.454881781
+"""``catch`` of :func:`calibrate`, stored to 9 significant digits. The fit runs through LAPACK and a root finder
+whose last bits differ between CPUs (1e-11 here); the simulator reads this constant so that a seed gives the same
+trees on every machine, and tests/test_acceptance_tree.py checks that :func:`calibrate` still gives it."""
+
+
 def calibrated_catch() -> float:
-    """``catch`` of :func:`calibrate` (computed once per process)."""
-    return calibrate().catch
+    """The calibrated ``catch`` (:data:`CATCH`), the one the simulator's trees use."""
+    return CATCH
 
 
 def calibrate() -> TreeCalibration:
