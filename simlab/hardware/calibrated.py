@@ -84,7 +84,7 @@ class CalibratedRooflineCostModel(RooflineCostModel):
         kernels = model.num_layers * (ELEMENTWISE_KERNELS_PER_LAYER + ATTENTION_KERNELS_PER_LAYER)
         self._fixed_s = self._ar_fixed_s + params.step_overhead_s + kernels * params.kernel_launch_s + self._moe_fixed_s
         self._kv_token_s = self.kv_read_bytes_per_token / device.attn_bytes_per_s
-        if model.compressed is not None:
+        if self.compressed is not None:
             self._capped_entry_s = self._capped_entry_bytes / device.attn_bytes_per_s
         self._request_s = params.request_overhead_s
         self._width = device.width
@@ -120,6 +120,9 @@ class CalibratedRooflineCostModel(RooflineCostModel):
         entries = self._capped_entries(c / requests)
         kv_s = self._kv_token_s * c + self._capped_entry_s * entries * requests
         flop_s = self._attn_pair_s * (b / requests) * c + self._capped_flop_s * entries * b
+        if self._state_entries:  # a hybrid model's states: read per request, written per query, updated per query
+            kv_s = kv_s + self._capped_entry_s * self._state_entries * (requests + b)
+            flop_s = flop_s + self._capped_flop_s * self._state_flop_entries * b
         if isinstance(kv_s, np.ndarray):
             return np.where(c > 0.0, knee_array(kv_s, flop_s, self._width), 0.0)
         return knee(kv_s, flop_s, self._width) if c > 0.0 else 0.0
@@ -180,7 +183,7 @@ class CalibratedRooflineCostModel(RooflineCostModel):
 
         out = super().describe()
         gpu, _, stack = self.params.calibration.partition("/")
-        entry = calibration_entry(self.gpu.name) or {}
+        entry = calibration_entry(gpu) or {}
         error = dict(entry.get("error") or {})
         if "excluded" in error:  # listed row by row in hw_profiles/calibration/fitted.yaml
             error["excluded"] = len(error["excluded"])
@@ -189,6 +192,10 @@ class CalibratedRooflineCostModel(RooflineCostModel):
                                        "fitted_on": entry.get("fitted_on"), "stack_fit": stack_fit}
         if entry.get("note"):
             calibration["note"] = entry["note"]
+        if gpu != self.gpu.name:
+            calibration["note"] = (f"No engine run on a {self.gpu.name} was fitted: {gpu}'s fit is taken "
+                                   f"(calibrated_like in its GPU file), and the stated error is {gpu}'s, not "
+                                   f"measured on this GPU. " + calibration.get("note", "")).strip()
         try:
             fitted = fitted_values(gpu, stack)
         except InputError:

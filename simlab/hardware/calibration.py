@@ -79,6 +79,17 @@ def calibration_entry(gpu: str, fitted: Optional[dict[str, Any]] = None) -> Opti
     return (fitted or load_fitted())["gpus"].get(gpu)
 
 
+DEFAULT_FIT_GPU = "h100-sxm"
+
+
+def fit_gpu(gpu) -> str:
+    """The GPU whose fit a roofline on ``gpu`` (a GpuSpec) takes: its own, else the one its GPU file names
+    (``calibrated_like``; docs/gpus.md), else the H100's (the GPU with the most public engine runs)."""
+    if gpu.name in load_fitted()["gpus"]:
+        return gpu.name
+    return gpu.calibrated_like or DEFAULT_FIT_GPU
+
+
 def fitted_values(gpu: str, stack: str, *, file: Optional[str] = None, field: str = "hardware.stack"
                   ) -> dict[str, Any]:
     """The calibrated parameters of ``stack`` on ``gpu``, with ``calibration`` set to its label ``GPU/STACK``. A

@@ -47,6 +47,7 @@ def list_command() -> None:
     from rich.console import Console
     from rich.table import Table
 
+    from simlab.hardware.calibration import fit_gpu
     from simlab.hardware.catalog import SHIPPED_GPUS
     from simlab.hardware.profiles import load_profile, shipped_profiles
     from simlab.hardware.specs import GPUS, MODELS
@@ -69,15 +70,17 @@ def list_command() -> None:
         profiles.add_row(name, stack, precision, f"{cm.verify_s(1) * 1e3:.2f}", str(cm.kv_cache_tokens() or "-"),
                          _source(provenance))
     console.print(profiles)
-    gpus = Table(title="GPUs (hardware: {kind: roofline, gpu: NAME, model: NAME})")
+    gpus = Table(title="GPUs (hardware: {kind: roofline, gpu: NAME, model: NAME}; hw_profiles/gpus/, or gpu: FILE)")
     gpus.add_column("gpu", no_wrap=True)
-    for column in ("HBM TB/s", "bf16 TFLOP/s", "fp8", "fp4", "memory GiB", "NVLink GB/s/dir", "shipped", "description"):
+    for column in ("HBM TB/s", "bf16 TFLOP/s", "fp8", "fp4", "memory GiB", "link GB/s/dir", "profiles", "fit",
+                   "description"):
         gpus.add_column(column)
     for spec in GPUS.values():
         gpus.add_row(spec.name, f"{spec.hbm_bytes_per_s / 1e12:g}", f"{spec.bf16_flop_per_s / 1e12:g}",
                      _tflops(spec.fp8_flop_per_s), _tflops(spec.fp4_flop_per_s),
                      f"{spec.memory_bytes / 2**30:g}", f"{spec.nvlink_bytes_per_s / 1e9:g}",
-                     "yes" if spec.name in SHIPPED_GPUS else "no", spec.description)
+                     "yes" if spec.name in SHIPPED_GPUS else "no", fit_gpu(spec) if fit_gpu(spec) == spec.name
+                     else f"{fit_gpu(spec)}'s", spec.description)
     console.print(gpus)
     from simlab.hardware.stacks import STACKS
 
@@ -89,7 +92,7 @@ def list_command() -> None:
         stacks.add_row(spec.name, spec.engine, f"{len(sizes)} up to {sizes[-1]}" if sizes else "none",
                        f"{spec.host_launch_s * 1e6:g} us/kernel" if spec.host_launch_s else "-")
     console.print(stacks)
-    models = Table(title="Models")
+    models = Table(title="Models (model: NAME, or a path to a Hugging Face config.json: simlab profiles model PATH)")
     models.add_column("model", no_wrap=True)
     models.add_column("Hugging Face id", no_wrap=True)
     for column in ( "params (B)", "layers", "hidden", "heads / kv", "KV bytes/token"):

@@ -28,7 +28,7 @@ from simlab.common.outputs import write_file_atomic
 from simlab.common.version import __version__
 from simlab.hardware.base import CostModel
 from simlab.hardware.roofline import RooflineCostModel
-from simlab.hardware.specs import model_fields
+from simlab.hardware.specs import gpu_fields, model_fields
 from simlab.hardware.table import TableCostModel
 
 SIGNIFICANT_DIGITS = 6
@@ -125,7 +125,7 @@ def _roofline_table(cm: RooflineCostModel, s: ExportSettings, *, generator: str,
             "source": {k: describe[k] for k in ("kind", "gpu", "model", "tensor_parallel", "expert_parallel",
                                                  "num_gpus", "parameters") if k in describe},
             **provenance_extra,
-            "gpu": asdict(cm.gpu),
+            "gpu": gpu_fields(cm.gpu),
             "model": model_fields(cm.model),
             "derived": describe["derived"],
             "sampling": {**asdict(s), "prefill_prior_context_tokens": 0},

@@ -107,16 +107,22 @@ class RooflineCostModel(CostModel):
                                 + 2.0 * model.lm_head_params / tp / device.flop_per_s)
         self._prefill_token_s = 2.0 * non_routed / tp / device.matmul_flop_per_s
         self._attn_pair_s = model.attention_flops_per_context_token / tp / device.flop_per_s
-        # compressed attention (DeepSeek-V4): per request, the window's and CSA's selected entries, capped
-        self.compressed = model.compressed
-        self._window_bytes = 0.0
-        if model.compressed is not None:
-            self._capped_entry_bytes = entry = model.kv_entry_bytes(kv_element)[0]
+        # capped attention: DeepSeek-V4's compressed attention (per request, the window's and CSA's selected
+        # entries) or a hybrid model's windows and states (simlab.hardware.hybrid_layers), in KV entries of a layer
+        self.compressed = capped = model.capped_attention
+        self._window_bytes = self._state_entries = self._state_flop_entries = 0.0
+        if capped is not None:
+            self._capped_entry_bytes = entry = model.kv_entry_bytes(kv_element, kv_heads)[0]
             self._capped_entry_s = entry / device.bytes_per_s
             self._capped_flop_s = model.attention_flops_per_pair / tp / device.flop_per_s
-            self._window_bytes = model.compressed.window_bytes_per_sequence(model.num_layers, entry)
-        self._prefill_pair_s = (1.0 * model.num_layers * model.prefill_attention_flops_per_pair / tp / device.flop_per_s
-                                if model.compressed is None else self._attn_pair_s)
+            self._window_bytes = capped.window_bytes_per_sequence(model.num_layers, entry)
+            if model.hybrid is not None:  # a state read once per request and written once per query token
+                state = model.hybrid.state_bytes / tp
+                self._state_entries = state / entry
+                self._state_flop_entries = model.hybrid.state_flops_per_token / model.attention_flops_per_pair
+                self._window_bytes += state
+        self._prefill_pair_s = (1.0 * model.num_kv_layers * model.prefill_attention_flops_per_pair / tp
+                                / device.flop_per_s if model.compressed is None else self._attn_pair_s)
         # communication: all-reduces within the tensor-parallel group (two a layer; with data-parallel attention one
         # a layer and one a dense MLP, the MoE layers' tokens moving by all-to-all instead)
         num_allreduces = (model.num_layers + model.num_dense_layers) if layout.uses_alltoall else 2 * model.num_layers
@@ -203,9 +209,9 @@ class RooflineCostModel(CostModel):
         memory = self._mem_fixed_s + self._mem_per_context_s * c
         compute = self._decode_token_s * padded + self._attn_pair_s * queries_per_request * c
         if self.compressed is not None:
-            entries = self._capped_entries(c / requests)
-            memory += self._capped_entry_s * entries * requests
-            compute += self._capped_flop_s * entries * b
+            capped_memory, capped_compute = self._capped_s(b, c, requests)
+            memory += capped_memory
+            compute += capped_compute
         if self._routed:
             memory += self._routed_read_s * float(self.routed_share(routed_tokens))
             compute += self._routed_token_s * routed_tokens
@@ -230,9 +236,9 @@ class RooflineCostModel(CostModel):
         memory = self._mem_fixed_s + self._mem_per_context_s * c
         compute = self._decode_token_s * padded + self._attn_pair_s * queries_per_request * c
         if self.compressed is not None:
-            entries = self._capped_entries(c / requests)
-            memory = memory + self._capped_entry_s * entries * requests
-            compute = compute + self._capped_flop_s * entries * b
+            capped_memory, capped_compute = self._capped_s(b, c, requests)
+            memory = memory + capped_memory
+            compute = compute + capped_compute
         if self._routed:
             memory = memory + self._routed_read_s * self.routed_share(routed)
             compute = compute + self._routed_token_s * routed
@@ -277,6 +283,9 @@ class RooflineCostModel(CostModel):
             entries = self._capped_entries(c / r) if r > 0 and d > 0 else 0.0
             memory += self._capped_entry_s * entries * r
             compute += self._capped_flop_s * (entries * d + self._prefill_capped_entries(p, pairs) * p / efficiency)
+            if self._state_entries and r > 0 and d > 0:
+                memory += self._capped_entry_s * self._state_entries * (r + d)
+                compute += self._capped_flop_s * self._state_flop_entries * d
         if self._routed:
             memory += self._routed_read_s * float(self.routed_share(routed))
             compute += (self._routed_token_s * (routed - prefill_tokens)
@@ -290,12 +299,26 @@ class RooflineCostModel(CostModel):
         request's (mean) context."""
         return self.compressed.capped_entries(self.model.num_layers, context_per_request)
 
+    def _capped_s(self, b: ArrayOrFloat, c: ArrayOrFloat, requests: ArrayOrFloat
+                  ) -> tuple[ArrayOrFloat, ArrayOrFloat]:
+        """Capped attention of ``b`` queries of ``requests`` requests holding ``c`` context: (memory time, compute
+        time). A hybrid model's states add a read per request, a write per query (the state at every draft
+        position) and their update's FLOPs per query."""
+        entries = self._capped_entries(c / requests)
+        memory = self._capped_entry_s * entries * requests
+        compute = self._capped_flop_s * entries * b
+        if self._state_entries:
+            memory = memory + self._capped_entry_s * self._state_entries * (requests + b)
+            compute = compute + self._capped_flop_s * self._state_flop_entries * b
+        return memory, compute
+
     def _prefill_capped_entries(self, prefill_tokens: float, attn_pairs: float) -> float:
-        """Compressed attention: the capped entries a prefill token attends, at the chunk's mean position
+        """Capped attention: the capped entries' worth of FLOPs a prefill token takes, at the chunk's mean position
         (``attn_pairs / prefill_tokens``: each chunk's pairs are its tokens times their mean prior context)."""
         if prefill_tokens <= 0 or self.compressed is None:
             return 0.0
-        return float(self._capped_entries(attn_pairs / prefill_tokens))
+        entries = float(self._capped_entries(attn_pairs / prefill_tokens))
+        return entries + self._state_flop_entries if self._state_flop_entries else entries
 
     # ----------------------------------------------------------------------------------------- drafter
     def _drafting_group(self, num_requests: float, context_tokens: float) -> tuple[float, float, float]:

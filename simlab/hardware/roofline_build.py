@@ -10,7 +10,7 @@ from simlab.common.errors import InputError
 from simlab.config.hardware import RooflineHardware
 from simlab.hardware.buckets import Buckets
 from simlab.hardware.calibrated import CalibratedRooflineCostModel
-from simlab.hardware.calibration import resolve_params
+from simlab.hardware.calibration import fit_gpu, resolve_params
 from simlab.hardware.device import RooflineParams
 from simlab.hardware.precision import WEIGHT_BYTES, check_precision, peak_flop_per_s
 from simlab.hardware.releases import get_release
@@ -29,7 +29,7 @@ def build_roofline(cfg: RooflineHardware, *, file: Optional[str] = None, field: 
     check_precision(gpu, cfg.precision, file=file, field=_subfield(field, "precision"))
     stack = get_stack(cfg.stack, file=file, field=_subfield(field, "stack"))
     release = get_release(cfg.stack, cfg.stack_version, file=file, field=_subfield(field, "stack_version"))
-    params = resolve_params(cfg, gpu.name, file=file, field=field)
+    params = resolve_params(cfg, fit_gpu(gpu), file=file, field=field)
     cls = CalibratedRooflineCostModel if params.calibrated else RooflineCostModel
     # "default": the stack's own capture sizes (none for a stack without CUDA graphs)
     buckets = Buckets(stack.capture_sizes) if cfg.cuda_graph_buckets == "default" else \

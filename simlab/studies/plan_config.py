@@ -85,7 +85,7 @@ def read_plan(path: str | Path) -> PlanSpec:
     from simlab.common.schema_errors import validate
     from simlab.common.yaml_file import read_yaml
     from simlab.config.loading import scenario_from_data
-    from simlab.hardware.specs import get_gpu, get_model
+    from simlab.hardware.specs import GPUS, get_gpu, get_model
 
     path = Path(path)
     data = read_yaml(path, what="plan file")
@@ -98,7 +98,8 @@ def read_plan(path: str | Path) -> PlanSpec:
     for key in ("model", "plan", "arms"):
         if key not in data:
             raise InputError("is missing", file=file, field=key,
-                             valid={"model": "a model of the roofline catalogue, e.g. qwen3-8b",
+                             valid={"model": "a model of the roofline catalogue (e.g. qwen3-8b) or a path to a "
+                                             "Hugging Face config.json",
                                     "plan": "a mapping with sla, gpus, max_gpus (see docs/studies.md)",
                                     "arms": "a list of arms"}[key])
     if not isinstance(data["model"], str):
@@ -113,7 +114,8 @@ def read_plan(path: str | Path) -> PlanSpec:
     prices: dict[str, GpuPrice] = {}
     for i, choice in enumerate(block.gpus):
         choice = GpuChoice(gpu=choice) if isinstance(choice, str) else choice
-        name = get_gpu(choice.gpu, file=file, field=f"plan.gpus[{i}].gpu").name
+        spec = get_gpu(choice.gpu, file=file, field=f"plan.gpus[{i}].gpu")
+        name = spec.name if spec.name in GPUS else str(spec.source_file)  # a user's GPU file: by its path
         price = price_of(name, choice.usd_per_hour)
         if price is None:
             raise InputError("has no shipped price", file=file, field=f"plan.gpus[{i}].usd_per_hour",

@@ -239,6 +239,8 @@ def build_families(spec: PlanSpec, layouts: list[Layout], load: Load) -> list[Fa
 
 def deployment_scenario(spec: PlanSpec, family: Family, value: Any) -> dict:
     """The scenario of one deployment: it re-runs with ``simlab run``."""
+    from simlab.hardware.specs import file_label
+
     engine = dict(spec.base.get("engine") or {})
     if family.disaggregated:
         engine["disaggregation"] = {**value, "link_bandwidth_GBps": spec.block.link_bandwidth_GBps}
@@ -246,7 +248,7 @@ def deployment_scenario(spec: PlanSpec, family: Family, value: Any) -> dict:
         engine["replicas"] = int(value)
     layout = family.layout
     split = f"-pd{value['prefill_replicas']}x{value['decode_replicas']}" if family.disaggregated else f"-r{value}"
-    name = (f"{spec.name}-{layout.gpu}-{layout.stack}-{layout.precision}-tp{layout.tensor_parallel}"
+    name = (f"{spec.name}-{file_label(layout.gpu)}-{layout.stack}-{layout.precision}-tp{layout.tensor_parallel}"
             f"{'-ep%d' % layout.expert_parallel if layout.expert_parallel > 1 else ''}{split}-"
             f"{spec.arms[family.arm].label}")[:100]
     return {**spec.base, "name": name, "hardware": layout.hardware, "engine": engine,
