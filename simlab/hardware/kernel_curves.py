@@ -1,0 +1,76 @@
+"""The per-operation roofline: an operation's time is ``floor_s + ideal_s / efficiency``, ``ideal_s`` the datasheet
+roofline ``max(bytes / HBM bandwidth, FLOPs / dense bf16 peak)``, the floor and efficiency fitted per kernel family
+on measured kernels (aiconfigurator-core's database: scripts/fit_kernel_curves.py writes hw_profiles/kernels/) and
+shipped as data, so a default install needs no database (docs/operations.md).
+
+GEMMs take an efficiency by M (their token count); decode attention and state updates the decode attention's (both
+read a cache once); all-reduces the link bandwidth (half of it per direction in a ring's two passes) and a 10 us
+latency; elementwise kernels and the sampler the GEMM floor and their bytes at the decode attention's efficiency.
+A GPU without curves takes those of the GPU its file names (``calibrated_like``), else the H100's.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from simlab.common.resources import shipped_dir
+from simlab.common.yaml_file import read_yaml
+
+ALLREDUCE_LATENCY_S = 10e-6
+DEFAULT_CURVES_GPU = "h100-sxm"
+
+
+@dataclass(frozen=True)
+class KernelCurves:
+    """One GPU's fitted curves, applied to that GPU's datasheet figures."""
+
+    gpu: str
+    hbm_bytes_per_s: float
+    bf16_flop_per_s: float
+    link_bytes_per_s: float
+    tensor_parallel: int
+    gemm_floor_s: float
+    gemm_log2_m: tuple[float, ...]
+    gemm_efficiency: tuple[float, ...]
+    decode_floor_s: float
+    decode_efficiency: float
+    source: str
+
+    def ideal_s(self, op) -> float:
+        return max(op.bytes / self.hbm_bytes_per_s, op.flops / self.bf16_flop_per_s)
+
+    def seconds(self, op) -> float:
+        """One run of ``op`` (an :class:`~simlab.hardware.operations.Operation`)."""
+        if op.kind == "gemm":
+            efficiency = float(np.interp(math.log2(max(op.m, 1)), self.gemm_log2_m, self.gemm_efficiency))
+            return self.gemm_floor_s + self.ideal_s(op) / efficiency
+        if op.kind in ("attention", "state"):
+            return self.decode_floor_s + self.ideal_s(op) / self.decode_efficiency
+        if op.kind == "allreduce":
+            tp = self.tensor_parallel
+            return ALLREDUCE_LATENCY_S + 2.0 * (tp - 1) / tp * op.bytes / self.link_bytes_per_s
+        return self.gemm_floor_s + op.bytes / self.hbm_bytes_per_s / self.decode_efficiency
+
+
+def curves_file(gpu_name: str) -> Path:
+    return shipped_dir("hw_profiles") / "kernels" / f"{gpu_name}.yaml"
+
+
+def load_curves(gpu, tensor_parallel: int = 1) -> KernelCurves:
+    """The curves for ``gpu`` (a :class:`~simlab.hardware.gpu_files.GpuSpec`): its own file, else its
+    ``calibrated_like`` GPU's, else the H100's, applied to its own datasheet figures."""
+    for name in (gpu.name, gpu.calibrated_like, DEFAULT_CURVES_GPU):
+        if name and curves_file(name).is_file():
+            data = read_yaml(curves_file(name), what="kernel curves")
+            break
+    gemm, decode = data["gemm"], data["attention"]["decode"]
+    return KernelCurves(
+        gpu=gpu.name, hbm_bytes_per_s=gpu.hbm_bytes_per_s, bf16_flop_per_s=gpu.bf16_flop_per_s,
+        link_bytes_per_s=gpu.nvlink_bytes_per_s, tensor_parallel=tensor_parallel,
+        gemm_floor_s=float(gemm["floor_s"]), gemm_log2_m=tuple(gemm["log2_m"]),
+        gemm_efficiency=tuple(gemm["efficiency"]), decode_floor_s=float(decode["floor_s"]),
+        decode_efficiency=float(decode["efficiency"]), source=f"hw_profiles/kernels/{data['gpu']}.yaml")

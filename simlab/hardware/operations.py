@@ -1,0 +1,114 @@
+"""A step is operations: the kernels one decode or verify forward runs, each priced by a per-operation roofline whose
+efficiency curves are fitted on measured kernels (docs/operations.md).
+
+:func:`decode_operations` lists a forward of ``num_requests`` requests x ``queries_per_request`` tokens at
+``context_per_request`` tokens of context, on one GPU of a tensor-parallel group: per layer the GEMMs with M = the
+step's tokens and N x K from the model's shape (split ``tensor_parallel`` ways), attention by kind (full: each
+request's queries against its context; a window layer: its window; a state layer: the state read per request and
+written per query), a mixture of experts' router and the experts its tokens select (a grouped GEMM of M = tokens x
+k / experts touched each), the all-reduces of tensor parallelism, the LM head and the sampler.
+:func:`price` prices each with :class:`~simlab.hardware.kernel_curves.KernelCurves` and sums them.
+
+This is the step's GPU time alone: the engine's own time (host, scheduling, CUDA-graph padding) comes on top, and the
+engine does not read this model yet (docs/operations.md says what is built and what is next).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from simlab.hardware.model_shape import BF16_BYTES, ModelConfig
+
+
+@dataclass(frozen=True)
+class Operation:
+    """One kernel, run ``count`` times a step (once per layer of its kind)."""
+
+    kind: str  # gemm | attention | state | allreduce | elementwise | sampler
+    name: str
+    count: int
+    flops: float
+    bytes: float
+    m: int = 0  # a GEMM's tokens (what its efficiency curve is read at)
+
+
+def _gemm(name: str, m: int, n: float, k: float, count: int, weight_bytes: float = BF16_BYTES) -> Operation:
+    return Operation("gemm", name, count, 2.0 * m * n * k,
+                     weight_bytes * n * k + BF16_BYTES * (m * k + m * n), m)
+
+
+def decode_operations(model: ModelConfig, *, num_requests: int, queries_per_request: int = 1,
+                      context_per_request: float = 0.0, tensor_parallel: int = 1) -> list[Operation]:
+    """The operations of one decode (``queries_per_request`` = 1) or verify forward, on one GPU."""
+    if model.is_mla or model.compressed is not None:
+        raise ValueError("the operation model lists GQA/MQA layers and hybrids (not MLA or compressed attention yet)")
+    tp = tensor_parallel
+    tokens = num_requests * queries_per_request
+    hidden, head_dim = model.hidden_size, model.head_dim
+    heads, kv_heads = model.num_heads / tp, max(1.0, model.num_kv_heads / tp)
+    hybrid = model.hybrid
+    full = model.num_kv_layers
+    windows = hybrid.num_window_layers if hybrid is not None else 0
+    attention_layers = full + windows
+    ops = [_gemm("qkv_proj", tokens, (heads + 2 * kv_heads) * head_dim, hidden, attention_layers),
+           _gemm("o_proj", tokens, hidden, heads * head_dim, attention_layers)]
+    entry = 2 * kv_heads * head_dim * BF16_BYTES  # one token's K and V in one layer
+    pair_flops = 4 * heads * head_dim
+    if full:
+        pairs = num_requests * queries_per_request * context_per_request
+        ops.append(Operation("attention", "attention", full, pair_flops * pairs,
+                             entry * num_requests * context_per_request))
+    if windows:
+        window = min(context_per_request, hybrid.window_tokens)
+        ops.append(Operation("attention", "window_attention", windows, pair_flops * tokens * window,
+                             entry * num_requests * window))
+    if hybrid is not None and hybrid.num_state_layers:
+        layers = hybrid.num_state_layers
+        state = hybrid.state_bytes / layers / tp
+        non_attention = model.attention_params - attention_layers * model.attention_params_per_layer
+        ops.append(_gemm("state_layer_proj", tokens, non_attention / layers / hidden / tp, hidden, layers))
+        ops.append(Operation("state", "state_update", layers, hybrid.state_flops_per_token / layers / tp * tokens,
+                             state * (num_requests + tokens)))
+    dense_layers = model.num_dense_layers if model.is_moe else model.num_layers
+    if dense_layers:
+        ops += [_gemm("gate_up_proj", tokens, 2 * model.intermediate_size / tp, hidden, dense_layers),
+                _gemm("down_proj", tokens, hidden, model.intermediate_size / tp, dense_layers)]
+    if model.is_moe:
+        ops += _moe_operations(model, tokens, tp)
+    if tp > 1:
+        ops.append(Operation("allreduce", "allreduce", 2 * model.num_layers, 0.0, BF16_BYTES * tokens * hidden))
+    ops.append(Operation("elementwise", "norms_rope_activation", model.num_layers, 0.0,
+                         BF16_BYTES * tokens * (8 * hidden + 2 * (heads + kv_heads) * head_dim
+                                                + 3 * model.active_intermediate_size / tp)))
+    ops.append(_gemm("lm_head", tokens, model.vocab_size / tp, hidden, 1))
+    ops.append(Operation("sampler", "sampler", 1, 0.0, 16.0 * tokens * model.vocab_size))
+    return ops
+
+
+def _moe_operations(model: ModelConfig, tokens: int, tp: int) -> list[Operation]:
+    """The router, the shared experts, and the routed experts the step's tokens select: ``touched`` experts of
+    ``tokens x k / touched`` tokens each, read once each (one grouped GEMM a layer)."""
+    from simlab.hardware.specs import expected_experts
+
+    hidden, width, layers = model.hidden_size, model.moe_intermediate_size, model.num_moe_layers
+    touched = float(expected_experts(tokens, model.num_experts, model.experts_per_token))
+    per_expert = max(1, round(tokens * model.experts_per_token / touched))
+    ops = [_gemm("router", tokens, model.num_experts, hidden, layers)]
+    if model.num_shared_experts:
+        shared = model.num_shared_experts * width / tp
+        ops += [_gemm("shared_gate_up", tokens, 2 * shared, hidden, layers),
+                _gemm("shared_down", tokens, hidden, shared, layers)]
+    for name, n, k in (("experts_gate_up", 2 * width / tp, hidden), ("experts_down", hidden, width / tp)):
+        one = _gemm(name, per_expert, n, k, layers)
+        ops.append(Operation("gemm", name, layers, one.flops * touched, one.bytes * touched, per_expert))
+    return ops
+
+
+def price(operations: list[Operation], curves) -> dict[str, float]:
+    """Seconds per operation name (each times its count) and ``total``, under ``curves``
+    (:class:`~simlab.hardware.kernel_curves.KernelCurves`)."""
+    out: dict[str, float] = {}
+    for op in operations:
+        out[op.name] = out.get(op.name, 0.0) + op.count * curves.seconds(op)
+    out["total"] = sum(out.values())
+    return out
