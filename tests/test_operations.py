@@ -110,3 +110,36 @@ def test_the_operations_step_follows_the_databases_own_step_estimate():
     for batch in (1, 32, 128):
         ops = price(decode_operations(model, num_requests=batch, context_per_request=1125.0), curves)["total"]
         assert ops * 1e3 == pytest.approx(engine.decode_step_latency(batch, 1125, 2), rel=0.12)
+
+
+def test_kind_operations_tabulates_the_operations_and_the_engines_time(tmp_path):
+    from helpers import run_cli
+    from simlab.config.hardware import OperationsHardware
+    from simlab.hardware import build_cost_model
+    from simlab.hardware.operations_table import BATCH_TOKENS, CONTEXT_TOKENS, ENGINE_OVERHEAD
+
+    cfg = OperationsHardware(kind="operations", gpu="h100-sxm", model="qwen3-8b")
+    cost = build_cost_model(cfg, base_dir=tmp_path, file=tmp_path / "s.yaml")
+    curves, model = load_curves(GPUS["h100-sxm"]), get_model("qwen3-8b")
+    batch, context = BATCH_TOKENS[5], CONTEXT_TOKENS[2]
+    gpu_s = price(decode_operations(model, num_requests=batch, context_per_request=context / batch), curves)["total"]
+    expected = gpu_s + ENGINE_OVERHEAD["step_overhead_s"] + ENGINE_OVERHEAD["request_overhead_s"] * batch
+    assert cost.verify_s(batch, float(context), batch) == pytest.approx(expected, rel=1e-9)  # a grid point
+    own = build_cost_model(OperationsHardware(kind="operations", gpu="h100-sxm", model="qwen3-8b",
+                                              step_overhead_s=0.0, request_overhead_s=0.0),
+                           base_dir=tmp_path, file=tmp_path / "s.yaml")
+    assert own.verify_s(batch, float(context), batch) == pytest.approx(gpu_s, rel=1e-9)
+    assert cost.kv_cache_tokens() > 0 and cost.draft_s("dspark", 7, 8) > 0  # the roofline's, same GPU and model
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text("""name: ops
+workload: {kind: closed_loop, concurrency: 4, num_requests: 16, prompt_tokens: {dist: constant, value: 256},
+           output_tokens: {dist: constant, value: 32}}
+hardware: {kind: operations, gpu: mi300x, model: qwen3-8b}
+acceptance: {kind: iid, alpha: 0.7}
+arms: [{name: no-spec, method: none}, {name: dspark, method: dspark, gamma: 7}]
+""", encoding="utf-8")
+    code, _, stderr = run_cli("run", str(scenario), "--out", str(tmp_path / "out"), "--no-plot")
+    assert code == 0, stderr
+    scenario.write_text(scenario.read_text().replace("gpu: mi300x", "gpu: h800"), encoding="utf-8")
+    code, _, stderr = run_cli("run", str(scenario), "--out", str(tmp_path / "bad"), "--no-plot")
+    assert code == 2 and "hardware.gpu" in stderr and "h800" in stderr and not (tmp_path / "bad").exists()

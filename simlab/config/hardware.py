@@ -186,5 +186,19 @@ class AicHardware(StrictModel, frozen=True):
     tensor_parallel: PositiveInt = Field(default=1, le=64)
 
 
-HardwareObject = Annotated[Union[TableHardware, RooflineHardware, AicHardware], Field(discriminator="kind")]
+class OperationsHardware(StrictModel, frozen=True):
+    """Step costs from the model's operations priced by curves fitted on measured kernels, plus the engine's own
+    time (simlab/hardware/operations_table.py, docs/operations.md). ``step_overhead_s`` and ``request_overhead_s``
+    left out take the fit on engine runs the docs state."""
+
+    kind: Literal["operations"]
+    gpu: str
+    model: str
+    tensor_parallel: PositiveInt = Field(default=1, le=64)
+    step_overhead_s: Optional[NonNegativeFloat] = None
+    request_overhead_s: Optional[NonNegativeFloat] = None
+
+
+HardwareObject = Annotated[Union[TableHardware, RooflineHardware, AicHardware, OperationsHardware],
+                           Field(discriminator="kind")]
 HardwareConfig = Union[HardwareObject, str]

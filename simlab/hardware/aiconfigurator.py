@@ -14,6 +14,8 @@ from typing import Optional
 
 from simlab.common.errors import InputError
 from simlab.config.hardware import AicHardware, TableHardware
+from simlab.hardware.roofline_tables import drafter_curves, roofline_for
+from simlab.hardware.roofline_tables import kv_tokens as roofline_kv_tokens
 from simlab.hardware.table import TableCostModel
 
 BATCH_TOKENS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
@@ -55,52 +57,19 @@ def available_systems() -> list[str]:
     return sorted(p.name for p in data.iterdir() if p.is_dir())
 
 
-def _roofline_drafts(cfg: AicHardware) -> dict:
-    """Drafter cost curves from the roofline for the same GPU, model and TP (the database has no drafter): the
-    autoregressive step (eagle3, one token), the parallel block (dflash, over its tokens), the sequential head (dspark
-    less dflash); empty when the roofline lacks the pair."""
-    roofline = _roofline(cfg)
-    if roofline is None:
-        return {}
-    points = list(BATCH_TOKENS)
-    auto = [roofline.draft_s("eagle3", 1, n) for n in points]
-    parallel = [roofline.draft_s("dflash", 1, n) for n in points]
-    head = [max(0.0, roofline.draft_s("dspark", 1, n) - roofline.draft_s("dflash", 1, n)) for n in points]
-    return {name: {"batch_tokens": points, "step_s": curve}
-            for name, curve in (("autoregressive", auto), ("parallel", parallel), ("sequential_head", head))}
-
-
-def _roofline_kv_tokens(cfg: AicHardware) -> Optional[int]:
-    """The KV cache capacity the roofline gives for the same GPU, model and TP (None when it lacks the pair)."""
-    roofline = _roofline(cfg)
-    return None if roofline is None else roofline.kv_cache_tokens()
-
-
-@lru_cache(maxsize=16)
-def _roofline(cfg: AicHardware):
-    """The calibrated roofline for the same GPU, model, stack and TP, or None when it lacks them."""
-    from simlab.config.hardware import RooflineHardware
-    from simlab.hardware.roofline_build import build_roofline
-    try:
-        roofline = build_roofline(RooflineHardware(kind="roofline", gpu=cfg.gpu, model=cfg.model, stack=cfg.stack,
-                                                   tensor_parallel=cfg.tensor_parallel), file=None, field="hardware")
-    except InputError:
-        return None
-    return roofline
-
-
 @lru_cache(maxsize=16)
 def table_config(cfg: AicHardware, file: Optional[str] = None) -> TableHardware:
     """The ``kind: table`` config the database gives for ``cfg`` (cached per process)."""
     engine = _engine(cfg, file)
     rows = [[engine.decode_step_latency(b, max(1, c // b), 2) / 1e3 for b in BATCH_TOKENS] for c in CONTEXT_TOKENS]
-    kv_tokens = _roofline_kv_tokens(cfg)
+    roofline = roofline_for(cfg.gpu, cfg.model, cfg.stack, cfg.tensor_parallel)
+    kv_tokens = roofline_kv_tokens(roofline)
     prefill_s = engine.predict_prefill_latency(1, PREFILL_PROMPT_TOKENS) / 1e3
     return TableHardware(
         kind="table", name=f"aic:{cfg.gpu}_{cfg.model}_{cfg.stack}-{cfg.stack_version}_tp{cfg.tensor_parallel}",
         verify={"batch_tokens": list(BATCH_TOKENS), "context_tokens": list(CONTEXT_TOKENS), "step_s": rows},
         prefill={"per_token_s": prefill_s / PREFILL_PROMPT_TOKENS}, kv_cache_tokens=kv_tokens,
-        draft=_roofline_drafts(cfg),
+        draft=drafter_curves(roofline),
         provenance={"source": "aiconfigurator-core silicon database", "drafter": "the roofline's drafter costs (the database has no drafter)",
                     "kv_cache_tokens": "the roofline's for the same GPU, model and tensor parallelism",
                     "cell": "decode_step_latency(B, C // B, 2) ms / 1e3"})

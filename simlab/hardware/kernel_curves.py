@@ -4,8 +4,8 @@ on measured kernels (aiconfigurator-core's database: scripts/fit_kernel_curves.p
 shipped as data, so a default install needs no database (docs/operations.md).
 
 GEMMs take an efficiency by M (their token count); decode attention and state updates the decode attention's (both
-read a cache once); all-reduces the link bandwidth (half of it per direction in a ring's two passes) and a 10 us
-latency; elementwise kernels and the sampler the GEMM floor and their bytes at the decode attention's efficiency.
+read a cache once), prefill attention its own by FLOPs; all-reduces the link bandwidth (a ring's two passes) and a
+10 us latency; elementwise kernels and the sampler the GEMM floor and their bytes at the decode attention's efficiency.
 A GPU without curves takes those of the GPU its file names (``calibrated_like``), else the H100's.
 """
 
@@ -38,6 +38,8 @@ class KernelCurves:
     gemm_efficiency: tuple[float, ...]
     decode_floor_s: float
     decode_efficiency: float
+    prefill_floor_s: float
+    prefill_efficiency: float
     source: str
 
     def ideal_s(self, op) -> float:
@@ -48,6 +50,8 @@ class KernelCurves:
         if op.kind == "gemm":
             efficiency = float(np.interp(math.log2(max(op.m, 1)), self.gemm_log2_m, self.gemm_efficiency))
             return self.gemm_floor_s + self.ideal_s(op) / efficiency
+        if op.kind == "prefill_attention":
+            return self.prefill_floor_s + self.ideal_s(op) / self.prefill_efficiency
         if op.kind in ("attention", "state"):
             return self.decode_floor_s + self.ideal_s(op) / self.decode_efficiency
         if op.kind == "allreduce":
@@ -67,10 +71,11 @@ def load_curves(gpu, tensor_parallel: int = 1) -> KernelCurves:
         if name and curves_file(name).is_file():
             data = read_yaml(curves_file(name), what="kernel curves")
             break
-    gemm, decode = data["gemm"], data["attention"]["decode"]
+    gemm, decode, prefill = data["gemm"], data["attention"]["decode"], data["attention"]["prefill"]
     return KernelCurves(
         gpu=gpu.name, hbm_bytes_per_s=gpu.hbm_bytes_per_s, bf16_flop_per_s=gpu.bf16_flop_per_s,
         link_bytes_per_s=gpu.nvlink_bytes_per_s, tensor_parallel=tensor_parallel,
         gemm_floor_s=float(gemm["floor_s"]), gemm_log2_m=tuple(gemm["log2_m"]),
         gemm_efficiency=tuple(gemm["efficiency"]), decode_floor_s=float(decode["floor_s"]),
-        decode_efficiency=float(decode["efficiency"]), source=f"hw_profiles/kernels/{data['gpu']}.yaml")
+        decode_efficiency=float(decode["efficiency"]), prefill_floor_s=float(prefill["floor_s"]),
+        prefill_efficiency=float(prefill["efficiency"]), source=f"hw_profiles/kernels/{data['gpu']}.yaml")

@@ -9,8 +9,8 @@ written per query), a mixture of experts' router and the experts its tokens sele
 k / experts touched each), the all-reduces of tensor parallelism, the LM head and the sampler.
 :func:`price` prices each with :class:`~simlab.hardware.kernel_curves.KernelCurves` and sums them.
 
-This is the step's GPU time alone: the engine's own time (host, scheduling, CUDA-graph padding) comes on top, and the
-engine does not read this model yet (docs/operations.md says what is built and what is next).
+This is the step's GPU time alone: the engine's own time comes on top in ``kind: operations``
+(simlab.hardware.operations_table; docs/operations.md says what is built and what is next).
 """
 
 from __future__ import annotations
@@ -82,6 +82,25 @@ def decode_operations(model: ModelConfig, *, num_requests: int, queries_per_requ
                                                 + 3 * model.active_intermediate_size / tp)))
     ops.append(_gemm("lm_head", tokens, model.vocab_size / tp, hidden, 1))
     ops.append(Operation("sampler", "sampler", 1, 0.0, 16.0 * tokens * model.vocab_size))
+    return ops
+
+
+def prefill_operations(model: ModelConfig, *, prompt_tokens: int, tensor_parallel: int = 1) -> list[Operation]:
+    """The operations of one prefill of a ``prompt_tokens``-token prompt with no prior context: the decode forward's
+    GEMMs at M = the prompt's tokens, causal attention over its own tokens (half the pairs) in the full-attention
+    layers and over ``min(tokens, W)`` in window layers, and logits for its last token only."""
+    ops = [op for op in decode_operations(model, num_requests=prompt_tokens, context_per_request=0.0,
+                                          tensor_parallel=tensor_parallel)
+           if op.kind not in ("attention", "sampler") and op.name != "lm_head"]
+    heads = model.num_heads / tensor_parallel
+    pair_flops = 4 * heads * model.head_dim
+    ops.append(Operation("prefill_attention", "prefill_attention", model.num_kv_layers,
+                         pair_flops * prompt_tokens * prompt_tokens / 2, 0.0))
+    if model.hybrid is not None and model.hybrid.num_window_layers:
+        window = min(prompt_tokens, model.hybrid.window_tokens)
+        ops.append(Operation("prefill_attention", "prefill_window_attention", model.hybrid.num_window_layers,
+                             pair_flops * prompt_tokens * window, 0.0))
+    ops.append(_gemm("lm_head", 1, model.vocab_size / tensor_parallel, model.hidden_size, 1))
     return ops
 
 

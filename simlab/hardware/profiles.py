@@ -8,7 +8,7 @@ from typing import Any, Optional
 from simlab.common.errors import InputError
 from simlab.common.resources import is_bare_name, resolve_path, shipped_dir
 from simlab.common.schema_errors import validate
-from simlab.config.hardware import AicHardware, HardwareConfig, RooflineHardware, TableHardware
+from simlab.config.hardware import AicHardware, HardwareConfig, OperationsHardware, RooflineHardware, TableHardware
 from simlab.hardware.base import CostModel
 from simlab.hardware.roofline_build import build_roofline
 from simlab.hardware.table import TableCostModel
@@ -29,6 +29,9 @@ def build_cost_model(
         return TableCostModel(cfg, source=str(file) if file is not None else None)
     if isinstance(cfg, RooflineHardware):
         return build_roofline(cfg, file=str(file) if file is not None else None, field=field)
+    if isinstance(cfg, OperationsHardware):
+        from simlab.hardware.operations_table import build_operations
+        return build_operations(cfg, file=str(file) if file is not None else None)
     if isinstance(cfg, AicHardware):
         from simlab.hardware.aiconfigurator import build_aiconfigurator
         return build_aiconfigurator(cfg, file=str(file) if file is not None else None)

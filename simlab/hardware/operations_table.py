@@ -1,0 +1,78 @@
+"""``kind: operations``: step costs from the model's operations (simlab.hardware.operations) priced by curves fitted on
+measured kernels (simlab.hardware.kernel_curves), plus the engine's own time, tabulated as a :class:`TableCostModel`
+so that the compiled engine path runs unchanged (docs/operations.md).
+
+A verify cell at B batch tokens and C total context tokens is the GPU time of B decode sequences of C / B tokens
+each, plus ``step_overhead_s`` and ``request_overhead_s`` x B; prefill is the per-token GPU time of one 1,024-token
+prompt. The drafter curves and the KV capacity are the calibrated roofline's for the same GPU, model and TP
+(simlab.hardware.roofline_tables), as for ``kind: aiconfigurator``.
+
+The engine's own time left out of the scenario is :data:`ENGINE_OVERHEAD`'s: fitted on the four vLLM v0.11.0 runs
+of Qwen3-8B on one H100 at 1-8 users (gpustack perf lab, ShareGPT 233/221 tokens) as what the operations' GPU time
+does not explain (measured TPOT minus the decode step at the run's mean context): 1.16 ms a step and 0.031 ms a
+request. In-sample there; checked on the same source's SGLang and TensorRT-LLM runs at 4 users (docs/operations.md).
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Optional
+
+from simlab.config.hardware import OperationsHardware, TableHardware
+from simlab.hardware.table import TableCostModel
+
+BATCH_TOKENS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
+CONTEXT_TOKENS = (0, 1024, 4096, 16384, 65536, 262144)
+PREFILL_PROMPT_TOKENS = 1024
+ENGINE_OVERHEAD = {"step_overhead_s": 1.16e-3, "request_overhead_s": 3.1e-5}
+
+
+@lru_cache(maxsize=16)
+def table_config(cfg: OperationsHardware, file: Optional[str] = None) -> TableHardware:
+    """The ``kind: table`` config the operation model gives for ``cfg`` (cached per process)."""
+    from simlab.hardware.kernel_curves import load_curves
+    from simlab.hardware.operations import decode_operations, prefill_operations, price
+    from simlab.hardware.roofline_tables import drafter_curves, kv_tokens, roofline_for
+    from simlab.hardware.specs import file_label, get_gpu, get_model
+
+    gpu = get_gpu(cfg.gpu, file=file, field="hardware.gpu")
+    model = get_model(cfg.model, file=file, field="hardware.model")
+    tp = cfg.tensor_parallel
+    curves = load_curves(gpu, tp)
+    step_s = ENGINE_OVERHEAD["step_overhead_s"] if cfg.step_overhead_s is None else cfg.step_overhead_s
+    request_s = ENGINE_OVERHEAD["request_overhead_s"] if cfg.request_overhead_s is None else cfg.request_overhead_s
+
+    def cell(batch: int, context: int) -> float:
+        ops = decode_operations(model, num_requests=batch, context_per_request=context / batch, tensor_parallel=tp)
+        return price(ops, curves)["total"] + step_s + request_s * batch
+
+    rows = [[cell(b, c) for b in BATCH_TOKENS] for c in CONTEXT_TOKENS]
+    prefill_s = price(prefill_operations(model, prompt_tokens=PREFILL_PROMPT_TOKENS, tensor_parallel=tp),
+                      curves)["total"]
+    roofline = roofline_for(_absolute(cfg.gpu, file), _absolute(cfg.model, file), "vllm", tp)
+    return TableHardware(
+        kind="table", name=f"operations:{gpu.name}_{file_label(model.name)}_tp{tp}",
+        verify={"batch_tokens": list(BATCH_TOKENS), "context_tokens": list(CONTEXT_TOKENS), "step_s": rows},
+        prefill={"per_token_s": prefill_s / PREFILL_PROMPT_TOKENS}, kv_cache_tokens=kv_tokens(roofline),
+        draft=drafter_curves(roofline),
+        provenance={"source": "the model's operations priced by kernel curves", "curves": curves.source,
+                    "engine_overhead": {"step_overhead_s": step_s, "request_overhead_s": request_s,
+                                        "from": "the scenario" if cfg.step_overhead_s is not None
+                                        else "fitted on gpustack's vLLM v0.11.0 Qwen3-8B H100 runs at 1-8 users"},
+                    "drafter": "the roofline's drafter costs", "kv_cache_tokens": "the roofline's",
+                    "cell": "decode_step GPU time (B sequences of C / B tokens) + step + B x request overhead"})
+
+
+def _absolute(text: str, file: Optional[str]) -> str:
+    """A GPU or model that names a file, as an absolute path (so that the roofline finds it from anywhere)."""
+    from pathlib import Path
+
+    if file is None or ("/" not in text and "\\" not in text):
+        return text
+    path = Path(text).expanduser()
+    return str(path if path.is_absolute() else (Path(file).parent / path).resolve())
+
+
+def build_operations(cfg: OperationsHardware, *, file: Optional[str] = None) -> TableCostModel:
+    """A :class:`TableCostModel` from the operation model's step costs for ``cfg``."""
+    return TableCostModel(table_config(cfg, file), source=file)

@@ -1,0 +1,42 @@
+"""What a table cost model built from another source (the silicon database, the operation model) takes from the
+calibrated roofline of the same GPU, model, stack and tensor parallelism: the drafter curves, tabulated per drafter
+shape, and the KV cache capacity."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Optional
+
+from simlab.common.errors import InputError
+
+DRAFT_BATCH_TOKENS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
+
+
+@lru_cache(maxsize=16)
+def roofline_for(gpu: str, model: str, stack: str, tensor_parallel: int):
+    """The calibrated roofline for the same GPU, model, stack and TP, or None when it lacks them."""
+    from simlab.config.hardware import RooflineHardware
+    from simlab.hardware.roofline_build import build_roofline
+    try:
+        return build_roofline(RooflineHardware(kind="roofline", gpu=gpu, model=model, stack=stack,
+                                               tensor_parallel=tensor_parallel), file=None, field="hardware")
+    except InputError:
+        return None
+
+
+def drafter_curves(roofline) -> dict:
+    """Drafter cost curves from ``roofline``: the autoregressive step (eagle3, one token), the parallel block
+    (dflash, over its tokens), the sequential head (dspark less dflash); empty without a roofline."""
+    if roofline is None:
+        return {}
+    points = list(DRAFT_BATCH_TOKENS)
+    auto = [roofline.draft_s("eagle3", 1, n) for n in points]
+    parallel = [roofline.draft_s("dflash", 1, n) for n in points]
+    head = [max(0.0, roofline.draft_s("dspark", 1, n) - roofline.draft_s("dflash", 1, n)) for n in points]
+    return {name: {"batch_tokens": points, "step_s": curve}
+            for name, curve in (("autoregressive", auto), ("parallel", parallel), ("sequential_head", head))}
+
+
+def kv_tokens(roofline) -> Optional[int]:
+    """The KV cache capacity of ``roofline`` (None without one)."""
+    return None if roofline is None else roofline.kv_cache_tokens()
