@@ -4,7 +4,7 @@ hw_profiles/calibration/engine_measurements.csv on a dense target whose GPU has 
 ``kind: operations`` and on the calibrated roofline; |simulated / measured - 1| of TPOT and output throughput per
 band of users. The four gpustack vLLM Qwen3-8B H100 runs at 1-8 users are the ones the engine's time was fitted on.
 
-    python scripts/operations_error.py          # prints the table (a few minutes)
+    python scripts/operations_error.py          # prints the table (seconds)
 """
 
 from __future__ import annotations
