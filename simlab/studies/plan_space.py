@@ -41,9 +41,13 @@ class Layout:
     num_gpus: int  # per replica
     usd_per_gpu_hour: float
     kv_cache_tokens: int
+    cost_model: str = "roofline"  # or "operations" (docs/operations.md)
 
     @property
     def hardware(self) -> dict:
+        if self.cost_model == "operations":
+            return {"kind": "operations", "gpu": self.gpu, "model": self.model,
+                    "tensor_parallel": self.tensor_parallel}
         return {"kind": "roofline", "gpu": self.gpu, "model": self.model, "stack": self.stack,
                 "precision": self.precision, "tensor_parallel": self.tensor_parallel,
                 "expert_parallel": self.expert_parallel}
@@ -56,14 +60,19 @@ class Layout:
 
 @lru_cache(maxsize=256)
 def _cost_model(key: str):
-    from simlab.config.hardware import RooflineHardware
+    from simlab.config.hardware import OperationsHardware, RooflineHardware
     from simlab.hardware.roofline_build import build_roofline
 
-    return build_roofline(RooflineHardware(**json.loads(key)))
+    data = json.loads(key)
+    if data["kind"] == "operations":
+        from simlab.hardware.operations_table import build_operations
+
+        return build_operations(OperationsHardware(**data))
+    return build_roofline(RooflineHardware(**data))
 
 
 def cost_model(hardware: dict):
-    """The roofline of ``hardware`` (built once per process)."""
+    """The cost model of ``hardware``, a roofline or the operation model (built once per process)."""
     return _cost_model(json.dumps(hardware, sort_keys=True))
 
 
@@ -123,8 +132,12 @@ def enumerate_layouts(spec: PlanSpec, load: Load) -> tuple[list[Layout], list[tu
                         if peak_flop_per_s(gpu, precision) is None:
                             skipped.append((what, f"{gpu_name} has no {precision} tensor cores"))
                             continue
-                        hardware = {"kind": "roofline", "gpu": gpu_name, "model": model.name, "stack": stack,
-                                    "precision": precision, "tensor_parallel": tp, "expert_parallel": ep}
+                        if block.cost_model == "operations" and (precision != "bf16" or ep > 1):
+                            skipped.append((what, "the operation model prices bf16 kernels without expert "
+                                                  "parallelism (docs/operations.md)"))
+                            continue
+                        hardware = Layout(gpu_name, stack, precision, tp, ep, model.name, 0, 0.0, 0,
+                                          block.cost_model).hardware
                         try:
                             cost = cost_model(hardware)
                         except InputError as err:
@@ -139,7 +152,7 @@ def enumerate_layouts(spec: PlanSpec, load: Load) -> tuple[list[Layout], list[tu
                                                   f"{load.largest_request_tokens}"))
                         else:
                             layouts.append(Layout(gpu_name, stack, precision, tp, ep, model.name, gpus,
-                                                  price.usd_per_hour, kv))
+                                                  price.usd_per_hour, kv, block.cost_model))
     if not layouts:
         reasons = "; ".join(f"{what}: {why}" for what, why in skipped[:4])
         raise InputError(f"fits no layout within max_gpus {block.max_gpus} ({reasons})", file=str(spec.file),
