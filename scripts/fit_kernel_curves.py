@@ -7,7 +7,8 @@ write hw_profiles/kernels/<gpu>.yaml, which simlab.hardware.kernel_curves reads 
 Each kernel family is priced as ``floor_s + ideal_s / efficiency``, ``ideal_s`` the datasheet roofline
 ``max(bytes / HBM bandwidth, FLOPs / dense bf16 peak)``:
 
-- GEMM (bf16, ``torch.nn.functional.linear`` or vLLM 0.14's default): efficiency by M (log2 buckets of the token
+- GEMM (bf16, ``torch.nn.functional.linear`` or vLLM 0.14's default; and fp8, vLLM's per-tensor CUTLASS kernel,
+  against the fp8 peak, as ``gemm_fp8``): efficiency by M (log2 buckets of the token
   count), the median of ``ideal / (latency - floor)`` over the rows whose ideal time is at least 30 us; the floor
   the median latency of the rows whose ideal time is under 1 us;
 - decode attention (FlashAttention, bf16 KV): efficiency of the KV read, the median over rows of at least 30 us;
@@ -51,12 +52,21 @@ def _errors(predicted, measured) -> dict:
             "p90_abs_error": round(float(np.quantile(err, 0.9)), 4)}
 
 
-def fit_gemm(system: str, bw: float, peak: float) -> dict:
+FP8_KERNEL = "CutlassFP8ScaledMMLinearKernel"  # per-tensor scaled fp8 weights and activations, bf16 output
+
+
+def fit_gemm(system: str, bw: float, peak: float, dtype: str = "bf16") -> dict:
     df, source = _database(system, "gemm", "gemm_perf.parquet")
-    d = df[(df.gemm_dtype == "bfloat16") & df.kernel_source.isin(["torch.nn.functional.linear", "vllm_default"])]
+    if dtype == "fp8":
+        d = df[(df.gemm_dtype == "fp8") & (df.kernel_source == FP8_KERNEL)]
+    else:
+        d = df[(df.gemm_dtype == "bfloat16") & df.kernel_source.isin(["torch.nn.functional.linear", "vllm_default"])]
+    if d.empty:
+        return {}
     t = d.latency.to_numpy() * 1e-3
     m, n, k = (d[c].to_numpy().astype(float) for c in ("m", "n", "k"))
-    ideal = np.maximum(2.0 * (m * k + k * n + m * n) / bw, 2.0 * m * n * k / peak)
+    element = 1.0 if dtype == "fp8" else 2.0  # weights and activations in; the output is bf16
+    ideal = np.maximum((element * (m * k + k * n) + 2.0 * m * n) / bw, 2.0 * m * n * k / peak)
     floor = float(np.median(t[ideal < SMALL_S]))
     bucket = np.round(np.log2(m) * 2.0) / 2.0
     grid = sorted(set(bucket[ideal >= BIG_S]))
@@ -107,6 +117,10 @@ def main(argv: list[str]) -> int:
                    "aiconfigurator-core"),
                "datasheet": {"hbm_bytes_per_s": bw, "bf16_flop_per_s": peak},
                "gemm": fit_gemm(system, bw, peak), "attention": fit_attention(system, bw, peak)}
+        if gpu.fp8_flop_per_s:
+            fp8 = fit_gemm(system, bw, gpu.fp8_flop_per_s, "fp8")
+            if fp8:
+                doc["gemm_fp8"] = fp8
         path = OUT / f"{gpu.name}.yaml"
         text = yaml.safe_dump(doc, sort_keys=False, width=120, default_flow_style=None)
         path.write_text("# Per-operation efficiency curves fitted on aiconfigurator-core's kernel timings "

@@ -1,4 +1,4 @@
-"""The operation model's error on public engine runs (docs/operations.md): every non-speculative bf16 run of
+"""The operation model's error on public engine runs (docs/operations.md): every non-speculative bf16 or fp8 run of
 hw_profiles/calibration/engine_measurements.csv on a dense target whose GPU has kernel curves, replayed as
 ``simlab profiles check`` replays it (closed loop at the run's concurrency and lengths, its engine limits), on
 ``kind: operations`` and on the calibrated roofline; |simulated / measured - 1| of TPOT and output throughput per
@@ -29,11 +29,11 @@ def main() -> int:
 
     rows = []
     for record in load_records():
-        if (record.speculative or record.precision != "bf16" or get_model(record.model).is_moe
+        if (record.speculative or record.precision not in ("bf16", "fp8") or get_model(record.model).is_moe
                 or not curves_file(record.gpu).is_file() or record.mean_tpot_ms is None):
             continue
         operations = {"kind": "operations", "gpu": record.gpu, "model": record.model,
-                      "tensor_parallel": record.tensor_parallel}
+                      "tensor_parallel": record.tensor_parallel, "precision": record.precision}
         ops, roofline = simulate_record(record, operations), simulate_record(record)
         role = "fitted" if record.id.startswith(FITTED_PREFIX) else "held out"
         errors = {f"{name}_{metric}": abs(result[metric] / measured - 1.0)

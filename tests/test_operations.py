@@ -148,7 +148,7 @@ arms: [{name: no-spec, method: none}, {name: dspark, method: dspark, gamma: 7}]
 def test_a_plan_on_the_operation_model_answers_the_issues_question_with_two_h100s(tmp_path):
     """30 requests/s of 1,000/250 tokens on Qwen3-8B within a mean TPOT of 25 ms and TTFT of 2 s, without
     speculation: aiconfigurator sizes it at 2 H100s; the roofline needs 4 (3 miss at 25.7 ms); the operation model
-    meets it with 2 (docs/operations.md). fp8 is not priced by the operation model: skipped, with the reason."""
+    meets it with 2 in bf16 (docs/operations.md)."""
     from helpers import run_cli
 
     plan = {"name": "q30", "seed": 1,
@@ -158,7 +158,7 @@ def test_a_plan_on_the_operation_model_answers_the_issues_question_with_two_h100
             "model": "qwen3-8b", "acceptance": {"kind": "preset", "name": "qwen3-8b"},
             "arms": [{"name": "no-spec", "method": "none"}],
             "plan": {"sla": "mean_tpot_ms<=25,mean_ttft_ms<=2000", "gpus": [{"gpu": "h100-sxm", "usd_per_hour": 2.5}],
-                     "stack": "vllm", "precision": ["bf16", "fp8"], "tensor_parallel": [1], "max_gpus": 8,
+                     "stack": "vllm", "precision": "bf16", "tensor_parallel": [1], "max_gpus": 8,
                      "objective": "num_gpus", "cost_model": "operations"}}
     path = tmp_path / "plan.yaml"
     path.write_text(yaml.safe_dump(plan), encoding="utf-8")
@@ -169,5 +169,19 @@ def test_a_plan_on_the_operation_model_answers_the_issues_question_with_two_h100
     result = json.loads((tmp_path / "out" / "plan.json").read_text())
     assert result["best"]["num_gpus"] == 2 and result["best"]["meets_sla"]
     assert result["best"]["precision"] == "bf16"
-    skipped = (tmp_path / "out" / "plan.csv").read_text()
-    assert "the operation model prices bf16 kernels" in skipped
+
+
+def test_fp8_gemms_read_one_byte_a_weight_and_take_their_own_curve():
+    model = get_model("qwen3-8b")
+    bf16 = decode_operations(model, num_requests=4, context_per_request=500.0)
+    fp8 = decode_operations(model, num_requests=4, context_per_request=500.0, precision="fp8")
+    by_name = {op.name: op for op in fp8}
+    up = by_name["gate_up_proj"]
+    assert up.dtype == "fp8" and up.bytes == 2 * 12288 * 4096 + 4 * 4096 + 2 * 4 * 2 * 12288
+    assert by_name["lm_head"].dtype == "bf16"  # vLLM's fp8 leaves the LM head in bf16
+    curves = load_curves(GPUS["h100-sxm"])
+    assert price(fp8, curves)["total"] < price(bf16, curves)["total"]
+    with pytest.raises(ValueError, match="no fp8 GEMM curve"):
+        load_curves(GPUS["a100-80g"]).seconds(up)
+    with pytest.raises(ValueError, match="bf16 and fp8"):
+        decode_operations(model, num_requests=1, precision="fp4")

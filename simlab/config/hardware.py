@@ -195,6 +195,7 @@ class OperationsHardware(StrictModel, frozen=True):
     gpu: str
     model: str
     tensor_parallel: PositiveInt = Field(default=1, le=64)
+    precision: Literal["bf16", "fp8"] = "bf16"
     step_overhead_s: Optional[NonNegativeFloat] = None
     request_overhead_s: Optional[NonNegativeFloat] = None
 

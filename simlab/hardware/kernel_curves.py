@@ -3,9 +3,10 @@ roofline ``max(bytes / HBM bandwidth, FLOPs / dense bf16 peak)``, the floor and 
 on measured kernels (aiconfigurator-core's database: scripts/fit_kernel_curves.py writes hw_profiles/kernels/) and
 shipped as data, so a default install needs no database (docs/operations.md).
 
-GEMMs take an efficiency by M (their token count); decode attention and state updates the decode attention's (both
-read a cache once), prefill attention its own by FLOPs; all-reduces the link bandwidth (a ring's two passes) and a
-10 us latency; elementwise kernels and the sampler the GEMM floor and their bytes at the decode attention's efficiency.
+GEMMs take an efficiency by M (their token count; fp8 GEMMs their own curve against the fp8 peak); decode
+attention and state updates the decode attention's (both read a cache once), prefill attention its own by FLOPs;
+all-reduces the link bandwidth (a ring's two passes) and a 10 us latency; elementwise kernels and the sampler the
+GEMM floor and their bytes at the decode attention's efficiency.
 A GPU without curves takes those of the GPU its file names (``calibrated_like``), else the H100's.
 """
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Optional
 
 import numpy as np
 
@@ -41,12 +43,22 @@ class KernelCurves:
     prefill_floor_s: float
     prefill_efficiency: float
     source: str
+    fp8_flop_per_s: Optional[float] = None
+    fp8_floor_s: Optional[float] = None  # fp8 GEMMs (None: no fp8 curve for this GPU's file)
+    fp8_log2_m: tuple[float, ...] = ()
+    fp8_efficiency: tuple[float, ...] = ()
 
     def ideal_s(self, op) -> float:
         return max(op.bytes / self.hbm_bytes_per_s, op.flops / self.bf16_flop_per_s)
 
     def seconds(self, op) -> float:
         """One run of ``op`` (an :class:`~simlab.hardware.operations.Operation`)."""
+        if op.kind == "gemm" and op.dtype == "fp8":
+            if self.fp8_floor_s is None or not self.fp8_flop_per_s:
+                raise ValueError(f"no fp8 GEMM curve for {self.gpu} ({self.source})")
+            efficiency = float(np.interp(math.log2(max(op.m, 1)), self.fp8_log2_m, self.fp8_efficiency))
+            ideal = max(op.bytes / self.hbm_bytes_per_s, op.flops / self.fp8_flop_per_s)
+            return self.fp8_floor_s + ideal / efficiency
         if op.kind == "gemm":
             efficiency = float(np.interp(math.log2(max(op.m, 1)), self.gemm_log2_m, self.gemm_efficiency))
             return self.gemm_floor_s + self.ideal_s(op) / efficiency
@@ -72,10 +84,13 @@ def load_curves(gpu, tensor_parallel: int = 1) -> KernelCurves:
             data = read_yaml(curves_file(name), what="kernel curves")
             break
     gemm, decode, prefill = data["gemm"], data["attention"]["decode"], data["attention"]["prefill"]
+    fp8 = data.get("gemm_fp8") or {}
     return KernelCurves(
         gpu=gpu.name, hbm_bytes_per_s=gpu.hbm_bytes_per_s, bf16_flop_per_s=gpu.bf16_flop_per_s,
         link_bytes_per_s=gpu.nvlink_bytes_per_s, tensor_parallel=tensor_parallel,
         gemm_floor_s=float(gemm["floor_s"]), gemm_log2_m=tuple(gemm["log2_m"]),
         gemm_efficiency=tuple(gemm["efficiency"]), decode_floor_s=float(decode["floor_s"]),
         decode_efficiency=float(decode["efficiency"]), prefill_floor_s=float(prefill["floor_s"]),
-        prefill_efficiency=float(prefill["efficiency"]), source=f"hw_profiles/kernels/{data['gpu']}.yaml")
+        prefill_efficiency=float(prefill["efficiency"]), source=f"hw_profiles/kernels/{data['gpu']}.yaml",
+        fp8_flop_per_s=gpu.fp8_flop_per_s, fp8_floor_s=float(fp8["floor_s"]) if fp8 else None,
+        fp8_log2_m=tuple(fp8.get("log2_m", ())), fp8_efficiency=tuple(fp8.get("efficiency", ())))

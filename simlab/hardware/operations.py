@@ -30,16 +30,23 @@ class Operation:
     flops: float
     bytes: float
     m: int = 0  # a GEMM's tokens (what its efficiency curve is read at)
+    dtype: str = "bf16"  # a GEMM's weights and activations: bf16 or fp8 (priced on its own curve)
 
 
-def _gemm(name: str, m: int, n: float, k: float, count: int, weight_bytes: float = BF16_BYTES) -> Operation:
-    return Operation("gemm", name, count, 2.0 * m * n * k,
-                     weight_bytes * n * k + BF16_BYTES * (m * k + m * n), m)
+def _gemm(name: str, m: int, n: float, k: float, count: int, dtype: str = "bf16") -> Operation:
+    """A GEMM of weights N x K on M tokens: weights and input in ``dtype`` (fp8: one byte each), output bf16."""
+    element = 1.0 if dtype == "fp8" else BF16_BYTES
+    return Operation("gemm", name, count, 2.0 * m * n * k, element * (n * k + m * k) + BF16_BYTES * m * n, m, dtype)
 
 
 def decode_operations(model: ModelConfig, *, num_requests: int, queries_per_request: int = 1,
-                      context_per_request: float = 0.0, tensor_parallel: int = 1) -> list[Operation]:
-    """The operations of one decode (``queries_per_request`` = 1) or verify forward, on one GPU."""
+                      context_per_request: float = 0.0, tensor_parallel: int = 1,
+                      precision: str = "bf16") -> list[Operation]:
+    """The operations of one decode (``queries_per_request`` = 1) or verify forward, on one GPU; ``precision`` the
+    decoder layers' GEMMs' (fp8: vLLM's per-tensor fp8; the LM head stays bf16)."""
+    if precision not in ("bf16", "fp8"):
+        raise ValueError(f"the operation model prices bf16 and fp8 GEMMs, not {precision}")
+    dtype = precision
     if model.is_mla or model.compressed is not None:
         raise ValueError("the operation model lists GQA/MQA layers and hybrids (not MLA or compressed attention yet)")
     tp = tensor_parallel
@@ -50,8 +57,8 @@ def decode_operations(model: ModelConfig, *, num_requests: int, queries_per_requ
     full = model.num_kv_layers
     windows = hybrid.num_window_layers if hybrid is not None else 0
     attention_layers = full + windows
-    ops = [_gemm("qkv_proj", tokens, (heads + 2 * kv_heads) * head_dim, hidden, attention_layers),
-           _gemm("o_proj", tokens, hidden, heads * head_dim, attention_layers)]
+    ops = [_gemm("qkv_proj", tokens, (heads + 2 * kv_heads) * head_dim, hidden, attention_layers, dtype),
+           _gemm("o_proj", tokens, hidden, heads * head_dim, attention_layers, dtype)]
     entry = 2 * kv_heads * head_dim * BF16_BYTES  # one token's K and V in one layer
     pair_flops = 4 * heads * head_dim
     if full:
@@ -66,15 +73,15 @@ def decode_operations(model: ModelConfig, *, num_requests: int, queries_per_requ
         layers = hybrid.num_state_layers
         state = hybrid.state_bytes / layers / tp
         non_attention = model.attention_params - attention_layers * model.attention_params_per_layer
-        ops.append(_gemm("state_layer_proj", tokens, non_attention / layers / hidden / tp, hidden, layers))
+        ops.append(_gemm("state_layer_proj", tokens, non_attention / layers / hidden / tp, hidden, layers, dtype))
         ops.append(Operation("state", "state_update", layers, hybrid.state_flops_per_token / layers / tp * tokens,
                              state * (num_requests + tokens)))
     dense_layers = model.num_dense_layers if model.is_moe else model.num_layers
     if dense_layers:
-        ops += [_gemm("gate_up_proj", tokens, 2 * model.intermediate_size / tp, hidden, dense_layers),
-                _gemm("down_proj", tokens, hidden, model.intermediate_size / tp, dense_layers)]
+        ops += [_gemm("gate_up_proj", tokens, 2 * model.intermediate_size / tp, hidden, dense_layers, dtype),
+                _gemm("down_proj", tokens, hidden, model.intermediate_size / tp, dense_layers, dtype)]
     if model.is_moe:
-        ops += _moe_operations(model, tokens, tp)
+        ops += _moe_operations(model, tokens, tp, dtype)
     if tp > 1:
         ops.append(Operation("allreduce", "allreduce", 2 * model.num_layers, 0.0, BF16_BYTES * tokens * hidden))
     ops.append(Operation("elementwise", "norms_rope_activation", model.num_layers, 0.0,
@@ -85,12 +92,13 @@ def decode_operations(model: ModelConfig, *, num_requests: int, queries_per_requ
     return ops
 
 
-def prefill_operations(model: ModelConfig, *, prompt_tokens: int, tensor_parallel: int = 1) -> list[Operation]:
+def prefill_operations(model: ModelConfig, *, prompt_tokens: int, tensor_parallel: int = 1,
+                       precision: str = "bf16") -> list[Operation]:
     """The operations of one prefill of a ``prompt_tokens``-token prompt with no prior context: the decode forward's
     GEMMs at M = the prompt's tokens, causal attention over its own tokens (half the pairs) in the full-attention
     layers and over ``min(tokens, W)`` in window layers, and logits for its last token only."""
     ops = [op for op in decode_operations(model, num_requests=prompt_tokens, context_per_request=0.0,
-                                          tensor_parallel=tensor_parallel)
+                                          tensor_parallel=tensor_parallel, precision=precision)
            if op.kind not in ("attention", "sampler") and op.name != "lm_head"]
     heads = model.num_heads / tensor_parallel
     pair_flops = 4 * heads * model.head_dim
@@ -104,7 +112,7 @@ def prefill_operations(model: ModelConfig, *, prompt_tokens: int, tensor_paralle
     return ops
 
 
-def _moe_operations(model: ModelConfig, tokens: int, tp: int) -> list[Operation]:
+def _moe_operations(model: ModelConfig, tokens: int, tp: int, dtype: str = "bf16") -> list[Operation]:
     """The router, the shared experts, and the routed experts the step's tokens select: ``touched`` experts of
     ``tokens x k / touched`` tokens each, read once each (one grouped GEMM a layer)."""
     from simlab.hardware.specs import expected_experts
@@ -112,14 +120,14 @@ def _moe_operations(model: ModelConfig, tokens: int, tp: int) -> list[Operation]
     hidden, width, layers = model.hidden_size, model.moe_intermediate_size, model.num_moe_layers
     touched = float(expected_experts(tokens, model.num_experts, model.experts_per_token))
     per_expert = max(1, round(tokens * model.experts_per_token / touched))
-    ops = [_gemm("router", tokens, model.num_experts, hidden, layers)]
+    ops = [_gemm("router", tokens, model.num_experts, hidden, layers)]  # the router stays bf16
     if model.num_shared_experts:
         shared = model.num_shared_experts * width / tp
-        ops += [_gemm("shared_gate_up", tokens, 2 * shared, hidden, layers),
-                _gemm("shared_down", tokens, hidden, shared, layers)]
+        ops += [_gemm("shared_gate_up", tokens, 2 * shared, hidden, layers, dtype),
+                _gemm("shared_down", tokens, hidden, shared, layers, dtype)]
     for name, n, k in (("experts_gate_up", 2 * width / tp, hidden), ("experts_down", hidden, width / tp)):
-        one = _gemm(name, per_expert, n, k, layers)
-        ops.append(Operation("gemm", name, layers, one.flops * touched, one.bytes * touched, per_expert))
+        one = _gemm(name, per_expert, n, k, layers, dtype)
+        ops.append(Operation("gemm", name, layers, one.flops * touched, one.bytes * touched, per_expert, dtype))
     return ops
 
 

@@ -39,19 +39,25 @@ def table_config(cfg: OperationsHardware, file: Optional[str] = None) -> TableHa
     model = get_model(cfg.model, file=file, field="hardware.model")
     tp = cfg.tensor_parallel
     curves = load_curves(gpu, tp)
+    if cfg.precision == "fp8" and curves.fp8_floor_s is None:
+        from simlab.common.errors import InputError
+
+        raise InputError(f"no fp8 kernel curve for {gpu.name} ({curves.source})", file=file,
+                         field="hardware.precision", value="fp8", valid="bf16, or a GPU with fp8 tensor cores")
     step_s = ENGINE_OVERHEAD["step_overhead_s"] if cfg.step_overhead_s is None else cfg.step_overhead_s
     request_s = ENGINE_OVERHEAD["request_overhead_s"] if cfg.request_overhead_s is None else cfg.request_overhead_s
 
     def cell(batch: int, context: int) -> float:
-        ops = decode_operations(model, num_requests=batch, context_per_request=context / batch, tensor_parallel=tp)
+        ops = decode_operations(model, num_requests=batch, context_per_request=context / batch, tensor_parallel=tp,
+                                precision=cfg.precision)
         return price(ops, curves)["total"] + step_s + request_s * batch
 
     rows = [[cell(b, c) for b in BATCH_TOKENS] for c in CONTEXT_TOKENS]
-    prefill_s = price(prefill_operations(model, prompt_tokens=PREFILL_PROMPT_TOKENS, tensor_parallel=tp),
-                      curves)["total"]
+    prefill_s = price(prefill_operations(model, prompt_tokens=PREFILL_PROMPT_TOKENS, tensor_parallel=tp,
+                                         precision=cfg.precision), curves)["total"]
     roofline = roofline_for(_absolute(cfg.gpu, file), _absolute(cfg.model, file), "vllm", tp)
     return TableHardware(
-        kind="table", name=f"operations:{gpu.name}_{file_label(model.name)}_tp{tp}",
+        kind="table", name=f"operations:{gpu.name}_{file_label(model.name)}_{cfg.precision}_tp{tp}",
         verify={"batch_tokens": list(BATCH_TOKENS), "context_tokens": list(CONTEXT_TOKENS), "step_s": rows},
         prefill={"per_token_s": prefill_s / PREFILL_PROMPT_TOKENS}, kv_cache_tokens=kv_tokens(roofline),
         draft=drafter_curves(roofline),

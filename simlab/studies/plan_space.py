@@ -47,7 +47,7 @@ class Layout:
     def hardware(self) -> dict:
         if self.cost_model == "operations":
             return {"kind": "operations", "gpu": self.gpu, "model": self.model,
-                    "tensor_parallel": self.tensor_parallel}
+                    "tensor_parallel": self.tensor_parallel, "precision": self.precision}
         return {"kind": "roofline", "gpu": self.gpu, "model": self.model, "stack": self.stack,
                 "precision": self.precision, "tensor_parallel": self.tensor_parallel,
                 "expert_parallel": self.expert_parallel}
@@ -132,8 +132,8 @@ def enumerate_layouts(spec: PlanSpec, load: Load) -> tuple[list[Layout], list[tu
                         if peak_flop_per_s(gpu, precision) is None:
                             skipped.append((what, f"{gpu_name} has no {precision} tensor cores"))
                             continue
-                        if block.cost_model == "operations" and (precision != "bf16" or ep > 1):
-                            skipped.append((what, "the operation model prices bf16 kernels without expert "
+                        if block.cost_model == "operations" and (precision not in ("bf16", "fp8") or ep > 1):
+                            skipped.append((what, "the operation model prices bf16 and fp8 kernels without expert "
                                                   "parallelism (docs/operations.md)"))
                             continue
                         hardware = Layout(gpu_name, stack, precision, tp, ep, model.name, 0, 0.0, 0,
