@@ -7,8 +7,8 @@ workers, each into a fresh folder (nothing resumed).
 
 The plan is the contract's example (tests/contract/plan.yaml: Poisson arrivals, 1,500 requests, three arms,
 p90 TPOT <= 25 ms and p90 TTFT <= 2 s) at 120 requests/s instead of 30, over H100, H200 and B200 at the shipped
-prices, bf16 and fp8, tensor parallel 1, 2 and 4, up to 32 GPUs. Target: <= 3 minutes on a 2-core machine. ``--exhaustive`` also times
-the same plan with every deployment simulated (no bounds), the count the bounds save.
+prices, bf16 and fp8, tensor parallel 1, 2 and 4, up to 32 GPUs. Target: <= 3 minutes on a 2-core machine.
+``--exhaustive`` also times the same plan with every deployment simulated (no bounds), the count the bounds save.
 """
 
 from __future__ import annotations

@@ -3,7 +3,8 @@
 For each held-out, non-speculative row of hw_profiles/calibration/engine_measurements.csv whose GPU, model and
 engine the database covers, replay it (profile_check.simulate_record) with the roofline and with ``kind:
 aiconfigurator`` (the database's release for that engine, not the row's), and print |simulated/measured - 1| of
-TPOT and output throughput per concurrency band. ``PYTHONPATH=. python scripts/aic_heldout.py [max_rows] [--all]`` (``--all``: fitted rows too).
+TPOT and output throughput per concurrency band.
+``PYTHONPATH=. python scripts/aic_heldout.py [max_rows] [--all]`` (``--all``: fitted rows too).
 """
 
 from __future__ import annotations
@@ -30,7 +31,10 @@ def main(max_rows: int = 1000, include_fitted: bool = False) -> None:
     for record in rows:
         cfg = AicHardware(kind="aiconfigurator", gpu=record.gpu, model=record.model, stack=record.engine,
                           stack_version=RELEASES[record.engine], tensor_parallel=record.tensor_parallel)
-        sims = {"roofline": simulate_record(record), "aiconfigurator": simulate_record(record, cost=build_aiconfigurator(cfg))}
+        sims = {
+            "roofline": simulate_record(record),
+            "aiconfigurator": simulate_record(record, cost=build_aiconfigurator(cfg)),
+        }
         band = users_class(record.concurrency)
         line = [record.id[:60], f"c={record.concurrency}"]
         for name, sim in sims.items():

@@ -1,4 +1,5 @@
-"""Reproduce issue 41's TPOT figures from aiconfigurator-core's silicon database (needs ``pip install aiconfigurator-core``).
+"""Reproduce issue 41's TPOT figures from aiconfigurator-core's silicon database
+(needs ``pip install aiconfigurator-core``).
 
 Qwen3-8B, vLLM 0.24.0, H100 SXM, TP1, 1,024 tokens in and 1,024 out: ``predict_decode_latency`` returns the whole
 decode phase in ms; divided by the output length it is the TPOT. ``decode_step_latency`` is one step's ms.

@@ -98,7 +98,10 @@ def _defaults(d) -> str:
         f"| `confidence.bias_logit` | {c.bias_logit} |",
     ]
     if d.history:
-        rows.append(f"| confidence fit: weighted sum of squared residuals (Monte Carlo) | {d.history[-1]['sum_of_squares']:.2e} |")
+        rows.append(
+            "| confidence fit: weighted sum of squared residuals (Monte Carlo) | "
+            f"{d.history[-1]['sum_of_squares']:.2e} |"
+        )
     for method, s in d.shapes.items():
         rows.append(f"| shape {NAMES[method]}: `offset_logit`, `length_scale_positions` | "
                     f"{s.offset_logit:+.4f}, {s.length_scale_positions:.4f} |")
@@ -157,7 +160,9 @@ def _gains_table(specs) -> str:
         for domain in targets.DOMAINS:
             p7 = targets.DSPARK_GAIN[7][domain] - 1 if model == targets.QUOTE_MODEL else None
             p15 = targets.DSPARK_GAIN[GAIN_GAMMA][domain] - 1 if model == targets.QUOTE_MODEL else None
-            table7 = targets.domain_mean_tau(model, "dspark", domain) / targets.domain_mean_tau(model, "dflash", domain) - 1
+            table7 = (
+                targets.domain_mean_tau(model, "dspark", domain) / targets.domain_mean_tau(model, "dflash", domain) - 1
+            )
             rows.append(
                 f"| {DISPLAY[model]} | {domain} | "
                 + (f"+{100 * p7:.0f} %" if p7 is not None else f"(Table 1: +{100 * table7:.1f} %)")
@@ -201,8 +206,10 @@ def _confidence_table(specs) -> str:
     ]
     for model, spec in specs.items():
         s = confidence_scores(spec, REPORT_SAMPLES, REPORT_SEED)
-        rows.append(f"| {DISPLAY[model]} preset | {REPORT_SAMPLES:,} | {_fmt(s['auc'])} | {_fmt(s['ece_raw'], 100, 1)} | "
-                    f"{_fmt(s['ece_calibrated'], 100, 1)} | {_fmt(s['temperatures'], 1, 2)} |")
+        rows.append(
+            f"| {DISPLAY[model]} preset | {REPORT_SAMPLES:,} | {_fmt(s['auc'])} | {_fmt(s['ece_raw'], 100, 1)} | "
+            f"{_fmt(s['ece_calibrated'], 100, 1)} | {_fmt(s['temperatures'], 1, 2)} |"
+        )
     spec = specs[targets.CONFIDENCE_MODEL]
     r = confidence_report(spec, "dspark", {"chat": 1.0}, 7, calibrate=True, seed=0)
     rows.append(

@@ -175,7 +175,9 @@ def comparison(measured: Path | None) -> str:
     rows.append(row("prefill us/token", lambda cm: cm.prefill_s(1), 1e6, 2))
     kv = other.kv_cache_tokens() if other else None
     measured_kv = "not yet measured" if other is None else (kv if kv is not None else "not recorded")
-    rows.append(f"| kv_cache_tokens | {columns[0].kv_cache_tokens()} | {columns[1].kv_cache_tokens()} | {measured_kv} |")
+    rows.append(
+        f"| kv_cache_tokens | {columns[0].kv_cache_tokens()} | {columns[1].kv_cache_tokens()} | {measured_kv} |"
+    )
     return "\n".join(rows)
 
 

@@ -6,7 +6,8 @@
     python scripts/make_profiles.py --keep-fit # the profiles only, from the shipped fit
     python scripts/make_profiles.py --out DIR  # write the profiles somewhere else
 
-The fit comes from the measurements in hw_profiles/calibration/ (scripts/calibrate_hardware.py), the profiles from the fit.
+The fit comes from the measurements in hw_profiles/calibration/ (scripts/calibrate_hardware.py), the profiles from
+the fit.
 A file whose content is unchanged apart from its date and simlab version is not rewritten, so regenerating
 leaves git clean unless the data, the model or its parameters changed.
 """

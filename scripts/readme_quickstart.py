@@ -97,11 +97,14 @@ def prose_text(arms: dict[str, dict], staircase: dict, slo_tpot_ms: float = 25.0
     if tree is not None and chain is not None:
         lines.append(
             f"EAGLE-3 with SGLang's example tree (topk 4, 16 tokens, depth 3) accepts more per round than its chain "
-            f"({tree['spec_decode_acceptance_length']:.2f} tokens against {chain['spec_decode_acceptance_length']:.2f}) "
+            f"({tree['spec_decode_acceptance_length']:.2f} tokens against "
+            f"{chain['spec_decode_acceptance_length']:.2f}) "
             f"but verifies 16 tokens per request: at this load the steps grow (median TPOT "
             f"{tree['median_tpot_ms']:.1f} ms against {chain['median_tpot_ms']:.1f}), the queue builds and the median "
-            f"user gets {tree['median_user_tok_s']:.0f} tokens/s against {chain['median_user_tok_s']:.0f}. Trees pay at "
-            "small batches (a lone user), not here (docs/acceptance.md section 8).")
+            f"user gets {tree['median_user_tok_s']:.0f} tokens/s against {chain['median_user_tok_s']:.0f}. "
+            "Trees pay at "
+            "small batches (a lone user), not here (docs/acceptance.md section 8)."
+        )
     return "\n\n".join(textwrap.fill(line, width=116) for line in lines)
 
 

@@ -110,7 +110,9 @@ def _mount_subcommands() -> None:
     profiles_app.command("model")(model_command)
     app.add_typer(profiles_app, name="profiles", help="List, export, fit and check hardware cost profiles.")
     app.add_typer(traces_app, name="traces", help="List and describe the shipped request traces.")
-    app.add_typer(real_app, name="real", help="Real mode: train, generate with and evaluate a small pair (needs torch).")
+    app.add_typer(
+        real_app, name="real", help="Real mode: train, generate with and evaluate a small pair (needs torch)."
+    )
 
 
 def main() -> None:

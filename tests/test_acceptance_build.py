@@ -39,7 +39,9 @@ def test_positional_takes_logits_of_the_curve_and_the_confidence_error():
         "confidence": {"noise_logit_sd": 0.6, "bias_logit": 0.4},
     })
     spec = build_acceptance(cfg, file=FILE)
-    assert spec.curve("dspark", "chat", 3) == pytest.approx(np.log(np.array([0.8, 0.76, 0.73]) / np.array([0.2, 0.24, 0.27])))
+    assert spec.curve("dspark", "chat", 3) == pytest.approx(
+        np.log(np.array([0.8, 0.76, 0.73]) / np.array([0.2, 0.24, 0.27]))
+    )
     assert spec.confidence.noise_logit_sd == 0.6 and spec.confidence.bias_logit == 0.4
     assert spec.heterogeneity.step_logit_sd == 0.0
 

@@ -166,7 +166,9 @@ def test_sglang_shard_that_is_not_a_prefix(tmp_path):
     torch = pytest.importorskip("torch")
     path = tmp_path / "shard.pt"
     torch.save({"logits": torch.zeros(2, 3), "prefix_mask": torch.tensor([[1, 0, 1], [1, 1, 0]])}, path)
-    code, _, stderr = run_cli("acceptance", "fit", str(path), "--format", "sglang-sts", "--out", str(tmp_path / "f.yaml"))
+    code, _, stderr = run_cli(
+        "acceptance", "fit", str(path), "--format", "sglang-sts", "--out", str(tmp_path / "f.yaml")
+    )
     assert code == 2 and "prefix_mask[0]" in stderr and "not a prefix" in stderr
 
 

@@ -31,7 +31,9 @@ def _run(command: str, cwd: Path):
         os.chdir(old)
 
 
-@pytest.mark.parametrize("command", FIXTURE_COMMANDS, ids=lambda c: shlex.split(c)[shlex.split(c).index("--format") + 1])
+@pytest.mark.parametrize(
+    "command", FIXTURE_COMMANDS, ids=lambda c: shlex.split(c)[shlex.split(c).index("--format") + 1]
+)
 def test_fixture_example_runs(tmp_path, command):
     if "sglang-sts" in command:
         pytest.importorskip("torch")

@@ -41,7 +41,9 @@ def test_auc_matches_binormal_closed_form(separation):
     truth = norm.cdf(separation / np.sqrt(2.0))
     # Hanley & McNeil (1982) standard error of the Mann-Whitney AUC
     q1, q2 = truth / (2 - truth), 2 * truth**2 / (1 + truth)
-    se = np.sqrt((truth * (1 - truth) + (n_pos - 1) * (q1 - truth**2) + (n_neg - 1) * (q2 - truth**2)) / (n_pos * n_neg))
+    se = np.sqrt(
+        (truth * (1 - truth) + (n_pos - 1) * (q1 - truth**2) + (n_neg - 1) * (q2 - truth**2)) / (n_pos * n_neg)
+    )
     assert abs(auc(scores, labels) - truth) < 5 * se
 
 

@@ -129,7 +129,9 @@ def test_the_yaml_records_its_own_fit_honestly():
         for method in ("eagle3", "dflash", "dspark"):
             for i, domain in enumerate(DOMAINS):
                 entry = doc["methods"][method][domain]
-                assert entry["tau_gamma7"]["target"] == pytest.approx(np.mean(TABLE1[model, method][3 * i : 3 * i + 3]), abs=1e-4)
+                assert entry["tau_gamma7"]["target"] == pytest.approx(
+                    np.mean(TABLE1[model, method][3 * i : 3 * i + 3]), abs=1e-4
+                )
                 fitted = expected_tokens_per_round(spec, method, domain, 7, pooled=True)
                 assert entry["tau_gamma7"]["fitted"] == pytest.approx(fitted, abs=1e-4)
         assert doc["methods"]["mtp"]["chat"]["base_logit"] == doc["methods"]["eagle3"]["chat"]["base_logit"]

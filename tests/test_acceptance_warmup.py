@@ -11,7 +11,9 @@ from simlab.config.acceptance import ConfidenceConfig, HeterogeneityConfig, Pres
 
 SPEC = AcceptanceSpec(
     base_logit={"dspark": {"math": np.linspace(2.5, 1.5, 8), "chat": np.linspace(1.2, 0.2, 8)}},
-    heterogeneity=HeterogeneityConfig(request_logit_sd=0.6, step_logit_sd=0.8, step_correlation=0.5, token_logit_sd=1.1),
+    heterogeneity=HeterogeneityConfig(
+        request_logit_sd=0.6, step_logit_sd=0.8, step_correlation=0.5, token_logit_sd=1.1
+    ),
     confidence=ConfidenceConfig(noise_logit_sd=0.7, bias_logit=0.4),
     calibration_samples=20_000,
 )

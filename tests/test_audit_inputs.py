@@ -79,7 +79,12 @@ def test_cli_writes_json_and_prints_table(tmp_path, capsys):
 
 
 def test_multi_character_symbols_are_joined_with_spaces(tmp_path):
-    text = SCENARIO.read_text().replace("A", "yes_tok").replace("B", "no_tok").replace("num_output_tokens: 1", "num_output_tokens: 2")
+    text = (
+        SCENARIO.read_text()
+        .replace("A", "yes_tok")
+        .replace("B", "no_tok")
+        .replace("num_output_tokens: 1", "num_output_tokens: 2")
+    )
     out = tmp_path / "o.json"
     assert main([str(write(tmp_path, text)), "--out", str(out)]) == 0
     assert "yes_tok no_tok" in json.loads(out.read_text())["schedulers"]["fixed"]["distribution"]
@@ -106,7 +111,11 @@ BAD_FILES = [
     (edited(sps={0: 1.0, 1: 1.0}), "sps[0]", "greater than 0"),
     (edited(sps={2: 0.5, 3: 0.45}), "sps", "B = 1"),
     (edited(schedulers=["fixed", "bogus"]), "schedulers[1].kind", "not a known kind"),
-    (edited(schedulers=[{"kind": "async_topk", "lag_steps": 0}]), "schedulers[0].lag_steps", "greater than or equal to 1"),
+    (
+        edited(schedulers=[{"kind": "async_topk", "lag_steps": 0}]),
+        "schedulers[0].lag_steps",
+        "greater than or equal to 1",
+    ),
     (edited(schedulers=["fixed", {"kind": "fixed"}]), "schedulers[1]", "listed twice"),
     (edited(gamma=...), "gamma", "missing"),
     (edited(vocab=["A", "A"]), "vocab", "listed twice"),

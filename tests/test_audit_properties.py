@@ -120,7 +120,9 @@ def test_retrospective_argmax_is_caught_whenever_it_anticipates(data):
     problem = build_problem(data, file="generated.yaml")
     early, retro = run_audit(problem).verdicts
     assert early.tv == 0
-    first = [sum((p for seq, p in retro.distribution.items() if seq[0] == y), Fraction(0)) for y in range(len(problem.vocab))]
+    first = [
+        sum((p for seq, p in retro.distribution.items() if seq[0] == y), Fraction(0)) for y in range(len(problem.vocab))
+    ]
     assert first == first_token_under_retrospective(problem)
     p_t, p_d = problem.target.start, problem.draft.start
     if 0 < p_d[0] < 1 and 0 < p_t[0] < 1 and p_d[0] != p_t[0]:  # otherwise verifying x_1 = A changes nothing

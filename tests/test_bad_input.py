@@ -126,7 +126,9 @@ def test_every_kind_of_mutation_is_generated():
     assert len(ALL) > 100
 
 
-@settings(max_examples=200, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=200, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(st.sampled_from(ALL))
 def test_mutated_contract_files_are_rejected_naming_the_field(tmp_path_factory, mutation):
     name, kind, path, field = mutation

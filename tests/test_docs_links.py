@@ -64,5 +64,7 @@ def test_no_page_cites_a_file_outside_the_project():
 
 
 def test_slug_matches_github():
-    assert slug("3. Verify-length schedulers (the heart of the lab)") == "3-verify-length-schedulers-the-heart-of-the-lab"
+    assert (
+        slug("3. Verify-length schedulers (the heart of the lab)") == "3-verify-length-schedulers-the-heart-of-the-lab"
+    )
     assert slug("`simlab run` and the `--out` rule") == "simlab-run-and-the---out-rule"

@@ -18,11 +18,16 @@ GAMMA = 6
 
 def arm_draws(seed, step_sd, token_sd, noise_sd, bias, temperatures, tree=None) -> ArmDraws:
     return ArmDraws(
-        seed=seed, gamma=GAMMA, base_logit=np.array([[2.0, 1.4, 1.0, 0.7, 0.3, -0.2], [0.5, 0.4, 0.2, 0.0, -0.5, -1.0]]),
-        heterogeneity=HeterogeneityConfig(request_logit_sd=0.5, step_logit_sd=step_sd, step_correlation=0.7,
-                                          token_logit_sd=token_sd),
+        seed=seed,
+        gamma=GAMMA,
+        base_logit=np.array([[2.0, 1.4, 1.0, 0.7, 0.3, -0.2], [0.5, 0.4, 0.2, 0.0, -0.5, -1.0]]),
+        heterogeneity=HeterogeneityConfig(
+            request_logit_sd=0.5, step_logit_sd=step_sd, step_correlation=0.7, token_logit_sd=token_sd
+        ),
         confidence=ConfidenceConfig(noise_logit_sd=noise_sd, bias_logit=bias),
-        temperatures=np.linspace(0.8, 1.5, GAMMA) if temperatures else None, tree=tree)
+        temperatures=np.linspace(0.8, 1.5, GAMMA) if temperatures else None,
+        tree=tree,
+    )
 
 
 def roster(rng: np.random.Generator, draws: ArmDraws):

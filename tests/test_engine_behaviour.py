@@ -26,27 +26,48 @@ def mixed_scenario(**overrides) -> dict:
     data = {
         "name": "mixed",
         "seed": 23,
-        "workload": {"kind": "poisson", "rate": 12.0, "num_requests": 250,
-                     "prompt_tokens": {"dist": "lognormal", "mean": 600, "sigma": 0.7, "max": 4000},
-                     "output_tokens": {"dist": "uniform", "low": 1, "high": 300},
-                     "domains": {"math": 0.4, "chat": 0.6}},
+        "workload": {
+            "kind": "poisson",
+            "rate": 12.0,
+            "num_requests": 250,
+            "prompt_tokens": {"dist": "lognormal", "mean": 600, "sigma": 0.7, "max": 4000},
+            "output_tokens": {"dist": "uniform", "low": 1, "high": 300},
+            "domains": {"math": 0.4, "chat": 0.6},
+        },
         "hardware": {"kind": "roofline", "gpu": "h100-sxm", "model": "qwen3-8b"},
-        "engine": {"max_num_seqs": 24, "max_batch_tokens": 2048, "prefill_chunk_tokens": 512,
-                   "kv_cache_tokens": 400_000},
+        "engine": {
+            "max_num_seqs": 24,
+            "max_batch_tokens": 2048,
+            "prefill_chunk_tokens": 512,
+            "kv_cache_tokens": 400_000,
+        },
         "acceptance": {
             "kind": "positional",
             "methods": {
-                "dspark": {"math": [0.93, 0.9, 0.88, 0.86, 0.85, 0.84, 0.83], "chat": [0.8, 0.76, 0.73, 0.7, 0.68, 0.66, 0.64]},
-                "dflash": {"math": [0.88, 0.84, 0.8, 0.78, 0.76, 0.75, 0.74], "chat": [0.72, 0.7, 0.68, 0.66, 0.65, 0.64, 0.63]},
+                "dspark": {
+                    "math": [0.93, 0.9, 0.88, 0.86, 0.85, 0.84, 0.83],
+                    "chat": [0.8, 0.76, 0.73, 0.7, 0.68, 0.66, 0.64],
+                },
+                "dflash": {
+                    "math": [0.88, 0.84, 0.8, 0.78, 0.76, 0.75, 0.74],
+                    "chat": [0.72, 0.7, 0.68, 0.66, 0.65, 0.64, 0.63],
+                },
             },
-            "heterogeneity": {"request_logit_sd": 0.5, "step_logit_sd": 0.8, "step_correlation": 0.6,
-                              "token_logit_sd": 1.2},
+            "heterogeneity": {
+                "request_logit_sd": 0.5,
+                "step_logit_sd": 0.8,
+                "step_correlation": 0.6,
+                "token_logit_sd": 1.2,
+            },
             "confidence": {"noise_logit_sd": 0.7, "bias_logit": 0.3},
             "calibration_samples": 4000,
         },
         "slo": {"ttft_ms": 500, "tpot_ms": 20},
-        "arms": [{"name": f"dspark-{i}", "method": "dspark", "gamma": 7, "scheduler": s}
-                 for i, s in enumerate(ALL_SCHEDULERS)] + [{"name": "no-spec", "method": "none"}],
+        "arms": [
+            {"name": f"dspark-{i}", "method": "dspark", "gamma": 7, "scheduler": s}
+            for i, s in enumerate(ALL_SCHEDULERS)
+        ]
+        + [{"name": "no-spec", "method": "none"}],
     }
     data.update(overrides)
     return data
@@ -136,11 +157,18 @@ def test_same_seed_same_summary_and_another_seed_differs(tmp_path):
 
 def test_arms_share_requests_and_random_streams(tmp_path):
     # a threshold no confidence falls below verifies everything: it must replay the fixed arm exactly
-    data = mixed_scenario(arms=[
-        {"name": "fixed", "method": "dspark", "gamma": 7, "scheduler": {"kind": "fixed"}},
-        {"name": "threshold-0", "method": "dspark", "gamma": 7, "scheduler": {"kind": "threshold", "threshold": 1e-300}},
-        {"name": "dflash", "method": "dflash", "gamma": 7, "scheduler": {"kind": "fixed"}},
-    ])
+    data = mixed_scenario(
+        arms=[
+            {"name": "fixed", "method": "dspark", "gamma": 7, "scheduler": {"kind": "fixed"}},
+            {
+                "name": "threshold-0",
+                "method": "dspark",
+                "gamma": 7,
+                "scheduler": {"kind": "threshold", "threshold": 1e-300},
+            },
+            {"name": "dflash", "method": "dflash", "gamma": 7, "scheduler": {"kind": "fixed"}},
+        ]
+    )
     outcomes = simulate(write_scenario(tmp_path, data))
     fixed, threshold = outcomes["fixed"], outcomes["threshold-0"]
     pd.testing.assert_frame_equal(fixed.steps.drop(columns="arm"), threshold.steps.drop(columns="arm"))

@@ -84,7 +84,11 @@ def test_the_replay_the_fit_uses_is_the_engine_check_itself():
     from simlab.studies.profile_check import load_records, replay_record, simulate_record
 
     records = load_records()
-    for record in (records[0], next(r for r in records if r.speculative), next(r for r in records if r.concurrency >= 64)):
+    for record in (
+        records[0],
+        next(r for r in records if r.speculative),
+        next(r for r in records if r.concurrency >= 64),
+    ):
         params = resolve_params(RooflineHardware(**record.hardware()), record.gpu)
         assert replay_record(record, params) == simulate_record(record)
 

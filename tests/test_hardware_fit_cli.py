@@ -29,7 +29,10 @@ def roofline_rows():
     cm = build_roofline(RooflineHardware(kind="roofline", gpu="h100-sxm", model="qwen3-8b", cuda_graph_buckets="none"))
     rows = [("verify", b, c, cm.verify_s(b, c, max(1, b / 4)) * 1e3)
             for b in (1, 4, 16, 64, 256, 1024, 4096) for c in (0, 65536, 1048576)]
-    rows += [("draft_parallel", 7 * r, "", cm.drafter.parallel_block_s(7 * r, r, 1024 * r) * 1e3) for r in (1, 4, 16, 64, 256)]
+    rows += [
+        ("draft_parallel", 7 * r, "", cm.drafter.parallel_block_s(7 * r, r, 1024 * r) * 1e3)
+        for r in (1, 4, 16, 64, 256)
+    ]
     rows += [("draft_head", r, "", cm.drafter.head_step_s(r) * 1e3) for r in (1, 8)]
     rows += [("prefill", p, "", cm.prefill_s(p) * 1e3) for p in (512, 2048)]
     return rows

@@ -225,7 +225,9 @@ def test_write_file_atomic_failure_keeps_the_old_file(tmp_path, monkeypatch):
     write_file_atomic(target, "first\n")
     with pytest.raises(TypeError):
         write_file_atomic(target, 12345)  # type: ignore[arg-type]  # fails while writing
-    monkeypatch.setattr(outputs.os, "fsync", lambda fd: (_ for _ in ()).throw(OSError(errno.ENOSPC, "No space left on device")))
+    monkeypatch.setattr(
+        outputs.os, "fsync", lambda fd: (_ for _ in ()).throw(OSError(errno.ENOSPC, "No space left on device"))
+    )
     with pytest.raises(OutputError, match="No space left on device"):
         write_file_atomic(target, "second\n")
     monkeypatch.undo()

@@ -231,8 +231,12 @@ ENGINE_DEVIATIONS: dict[str, str] = {}  # none at present (the three found were 
 
 
 def scenario_params(names):
-    return [pytest.param(name, marks=pytest.mark.xfail(strict=True, raises=AssertionError, reason=ENGINE_DEVIATIONS[name]))
-            if name in ENGINE_DEVIATIONS else name for name in sorted(names)]
+    return [
+        pytest.param(name, marks=pytest.mark.xfail(strict=True, raises=AssertionError, reason=ENGINE_DEVIATIONS[name]))
+        if name in ENGINE_DEVIATIONS
+        else name
+        for name in sorted(names)
+    ]
 
 
 @pytest.mark.parametrize("name", scenario_params(SCENARIOS))

@@ -38,7 +38,9 @@ def mooncake_prefix_blocks(num_requests: int) -> list:
         for _, line in zip(range(num_requests), fh):
             row = json.loads(line)
             ids, prompt = row["hash_ids"], row["input_length"]
-            blocks.append([(h, PREFIX_BLOCK_TOKENS) for k, h in enumerate(ids) if (k + 1) * PREFIX_BLOCK_TOKENS <= prompt])
+            blocks.append(
+                [(h, PREFIX_BLOCK_TOKENS) for k, h in enumerate(ids) if (k + 1) * PREFIX_BLOCK_TOKENS <= prompt]
+            )
     return blocks
 
 

@@ -216,7 +216,10 @@ def test_a_spec_arm_on_vllm_pads_to_its_own_graphs(tmp_path):
     plain, spec = built.engines.costs
     assert plain is built.cost and spec.buckets.sizes[:3] == [3, 6, 9]
     # 7 tokens run the graph of 9 (three requests of 1 + 2), not vLLM's plain graph of 8; 9 its own, not 16's
-    assert (spec.buckets.pad(7), spec.buckets.pad(9)) == (9, 9) and (plain.buckets.pad(7), plain.buckets.pad(9)) == (8, 16)
+    assert (spec.buckets.pad(7), spec.buckets.pad(9)) == (9, 9) and (plain.buckets.pad(7), plain.buckets.pad(9)) == (
+        8,
+        16,
+    )
     assert spec.verify_s(9, 600.0, 3) < plain.verify_s(9, 600.0, 3)  # the padded tokens' elementwise work
     assert built.engines.described[1].describe()["cuda_graph_max_tokens"] == 498
 

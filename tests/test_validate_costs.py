@@ -27,9 +27,21 @@ def _steps(num: int = 400, noise: float = 0.0, seed: int = 0):
     rest_s = np.where(decode > 0, A + B * batch + C * context, 0.0) + P * prefill
     draft_s = draft_s * (1 + noise * rng.standard_normal(num))
     rest_s = rest_s * (1 + noise * rng.standard_normal(num))
-    steps = pd.DataFrame({"arm": "x", "t_s": 0.0, "num_requests": decode + (prefill > 0), "batch_tokens": batch + prefill,
-                          "verify_tokens": verify, "accepted_tokens": 0, "step_s": draft_s + rest_s,
-                          "decode_requests": decode, "emitted_tokens": 0, "prefill_tokens": prefill, "replica": 0})
+    steps = pd.DataFrame(
+        {
+            "arm": "x",
+            "t_s": 0.0,
+            "num_requests": decode + (prefill > 0),
+            "batch_tokens": batch + prefill,
+            "verify_tokens": verify,
+            "accepted_tokens": 0,
+            "step_s": draft_s + rest_s,
+            "decode_requests": decode,
+            "emitted_tokens": 0,
+            "prefill_tokens": prefill,
+            "replica": 0,
+        }
+    )
     return steps, pd.DataFrame({"draft_s": draft_s, "context_tokens": context})
 
 

@@ -14,7 +14,6 @@ from simlab.acceptance.presets import load_preset, shipped_presets
 from simlab.acceptance.spec import ANY_DOMAIN, AcceptanceSpec
 from simlab.common.errors import InputError
 from simlab.config.acceptance import (
-    AcceptanceConfig,
     AcceptanceSetting,
     ConfidenceConfig,
     HeterogeneityConfig,

@@ -39,24 +39,49 @@ def fit_command(
     logs: list[Path] = typer.Argument(..., help="Log files or folders (one format)."),
     format: str = typer.Option(..., "--format", "-f", help=FORMAT_HELP),
     out: Path = typer.Option(..., "--out", help="Acceptance file to write (YAML)."),
-    method: Optional[list[str]] = typer.Option(None, "--method", help="simlab drafter method for the log's drafter: "
-                                               "NAME, or LABEL=NAME per drafter label (mtp, eagle3, dflash, dspark)."),
-    domain_map: Optional[list[str]] = typer.Option(None, "--domain-map", help="Rename domains: LABEL=DOMAIN "
-                                                   "(e.g. gsm8k=math); several allowed, or comma-separated."),
-    gamma: Optional[int] = typer.Option(None, "--gamma", min=1, max=16, help="specdecode-bench: draft length to "
-                                        "replay (default 16); csv: verify length when the file has no verified column."),
+    method: Optional[list[str]] = typer.Option(
+        None,
+        "--method",
+        help="simlab drafter method for the log's drafter: "
+        "NAME, or LABEL=NAME per drafter label (mtp, eagle3, dflash, dspark).",
+    ),
+    domain_map: Optional[list[str]] = typer.Option(
+        None,
+        "--domain-map",
+        help="Rename domains: LABEL=DOMAIN (e.g. gsm8k=math); several allowed, or comma-separated.",
+    ),
+    gamma: Optional[int] = typer.Option(
+        None,
+        "--gamma",
+        min=1,
+        max=16,
+        help="specdecode-bench: draft length to "
+        "replay (default 16); csv: verify length when the file has no verified column.",
+    ),
     proposer: Optional[str] = typer.Option(None, "--proposer", help="specdecode-bench: which acc_<proposer>."),
     model: Optional[str] = typer.Option(None, "--model", help="vllm-metrics: the model_name label to read."),
     arm: Optional[list[str]] = typer.Option(None, "--arm", help="simlab: only these arms (default: all)."),
-    heterogeneity: bool = typer.Option(True, "--heterogeneity/--no-heterogeneity",
-                                       help="Fit the latent model where the log has per-round detail."),
-    max_requests: Optional[int] = typer.Option(None, "--max-requests", min=1, help="Fit the latent model on at "
-                                               "most this many requests, drawn at random (bounds the time)."),
+    heterogeneity: bool = typer.Option(
+        True, "--heterogeneity/--no-heterogeneity", help="Fit the latent model where the log has per-round detail."
+    ),
+    max_requests: Optional[int] = typer.Option(
+        None,
+        "--max-requests",
+        min=1,
+        help="Fit the latent model on at most this many requests, drawn at random (bounds the time).",
+    ),
     seed: int = typer.Option(0, "--seed", help="Seed of the --max-requests draw."),
-    tree: Optional[str] = typer.Option(None, "--tree", help="The log is of a draft tree: TOPK,NUM_DRAFT_TOKENS "
-                                       "(with --gamma its depth); fits the chain behind it (docs/acceptance.md §8)."),
-    fit_catch: bool = typer.Option(False, "--fit-catch", help="--tree: fit the rank model's catch too (weakly "
-                                   "identified by one tree; default: the tree calibration's)."),
+    tree: Optional[str] = typer.Option(
+        None,
+        "--tree",
+        help="The log is of a draft tree: TOPK,NUM_DRAFT_TOKENS "
+        "(with --gamma its depth); fits the chain behind it (docs/acceptance.md §8).",
+    ),
+    fit_catch: bool = typer.Option(
+        False,
+        "--fit-catch",
+        help="--tree: fit the rank model's catch too (weakly identified by one tree; default: the tree calibration's).",
+    ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress and no table."),
 ) -> None:
     """Fit a kind: positional acceptance model (conditional rates per method x domain, and, where the log allows,

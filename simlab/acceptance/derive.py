@@ -147,7 +147,9 @@ def fit_shapes(heterogeneity: HeterogeneityConfig, start: dict[str, CurveShape])
         r += [out["gains"][GAIN_GAMMA][d] - targets.DSPARK_GAIN[GAIN_GAMMA][d] for d in targets.DOMAINS]
         return np.array(r)
 
-    x0 = np.concatenate([[start[m].offset_logit, np.log(start[m].length_scale_positions)] for m in targets.TABLE_METHODS])
+    x0 = np.concatenate(
+        [[start[m].offset_logit, np.log(start[m].length_scale_positions)] for m in targets.TABLE_METHODS]
+    )
     lower = np.tile([-8.0, np.log(0.5)], 3)
     upper = np.tile([8.0, np.log(60.0)], 3)
     result = least_squares(residuals, np.clip(x0, lower + 1e-9, upper - 1e-9), bounds=(lower, upper), x_scale=1.0)

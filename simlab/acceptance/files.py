@@ -38,9 +38,14 @@ def resolve_acceptance(text: str, *, file: Union[str, Path, None]) -> tuple[Acce
     base_dir = Path(file).resolve().parent if file is not None else Path.cwd()
     path = resolve_path(text, base_dir).resolve()
     if not path.is_file():
-        raise InputError("no such acceptance file", file=file, field=FIELD, value=text,
-                         valid=f"a path to a YAML acceptance file (relative paths start at {base_dir}), or a "
-                               f"shipped preset name such as {shipped_presets()[0] if shipped_presets() else 'qwen3-8b'}")
+        raise InputError(
+            "no such acceptance file",
+            file=file,
+            field=FIELD,
+            value=text,
+            valid=f"a path to a YAML acceptance file (relative paths start at {base_dir}), or a "
+            f"shipped preset name such as {shipped_presets()[0] if shipped_presets() else 'qwen3-8b'}",
+        )
     data = read_yaml(path, what="acceptance file")
     if not isinstance(data, dict):
         raise InputError("an acceptance file must hold a mapping", file=path,

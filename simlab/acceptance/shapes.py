@@ -45,6 +45,8 @@ def solve_level(
     head = np.asarray(offsets[:gamma], dtype=float)
 
     def gap(level: float) -> float:
-        return tokens_per_round_from_logits(level + head, heterogeneity, pooled=pooled, num_nodes=num_nodes) - target_tau
+        return (
+            tokens_per_round_from_logits(level + head, heterogeneity, pooled=pooled, num_nodes=num_nodes) - target_tau
+        )
 
     return float(brentq(gap, *LEVEL_BRACKET, xtol=1e-12, rtol=1e-12))

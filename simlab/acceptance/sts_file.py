@@ -199,7 +199,9 @@ def reliability_png(result: CalibrationResult) -> bytes:
         ax.set_ylabel("observed survival", fontsize=8)
         ax.legend(fontsize=7, loc="upper left")
         ax.grid(alpha=0.3)
-    fig.suptitle(f"{result.dataset}: reliability before and after STS (held-out rounds: {result.num_eval})", fontsize=10)
+    fig.suptitle(
+        f"{result.dataset}: reliability before and after STS (held-out rounds: {result.num_eval})", fontsize=10
+    )
     fig.tight_layout()
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=100, metadata={"Software": f"simlab {__version__} calibrate"})

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-PAPER = "Cheng et al., DSpark: Confidence-Scheduled Speculative Decoding with Semi-Autoregressive Generation, arXiv:2607.05147 (2026)"
+PAPER = ("Cheng et al., DSpark: Confidence-Scheduled Speculative Decoding with Semi-Autoregressive Generation, "
+         "arXiv:2607.05147 (2026)")
 
 MODELS = ("qwen3-4b", "qwen3-8b", "qwen3-14b")
 TABLE_METHODS = ("eagle3", "dflash", "dspark")

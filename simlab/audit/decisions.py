@@ -77,5 +77,7 @@ class VerifyLengthChooser:
             inputs.draft_s = inputs.draft_cost(draft_len, np.add.reduce(drafts, axis=1))
         length = int(np.asarray(self.scheduler(inputs)).reshape(-1)[0])
         if not 0 <= length <= self.gamma:
-            raise RuntimeError(f"scheduler {self.scheduler.kind!r} chose verify length {length} outside 0..{self.gamma}")
+            raise RuntimeError(
+                f"scheduler {self.scheduler.kind!r} chose verify length {length} outside 0..{self.gamma}"
+            )
         return length

@@ -144,8 +144,11 @@ def build_problem(data: Any, *, file: str | Path) -> AuditProblem:
     if estimate > MAX_BRANCHES:
         raise InputError(
             f"too large to enumerate exactly (about {estimate:,} branches)",
-            file=file, field="num_output_tokens", value=audit.num_output_tokens,
-            valid=f"at most {MAX_BRANCHES:,} branches: fewer symbols, a smaller gamma, fewer output tokens or a smaller lag",
+            file=file,
+            field="num_output_tokens",
+            value=audit.num_output_tokens,
+            valid=f"at most {MAX_BRANCHES:,} branches: fewer symbols, a smaller gamma, fewer output tokens or a "
+            "smaller lag",
         )
     return problem
 

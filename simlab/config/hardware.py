@@ -111,10 +111,10 @@ class RooflineHardware(StrictModel):
     ``stack_version`` its release (:mod:`simlab.hardware.releases`: the engine defaults and what changes under
     speculation; left out, the newest release simlab knows),
     ``precision`` the format of the decoder layers' weights and ``kv_precision`` the KV cache's;
-    ``expert_precision`` (a mixture of experts) the routed experts' when they ship in another (DeepSeek-V4: mxfp4). ``calibration``
-    picks the efficiencies: ``auto`` (the default) the GPU's fit to public measurements for that stack, ``none``
-    the constant efficiencies. Every tuning parameter given overrides the calibration's value; left out, it takes
-    the calibration's (or, with ``none``, the default documented in docs/hardware.md). ``tensor_parallel`` splits
+    ``expert_precision`` (a mixture of experts) the routed experts' when they ship in another (DeepSeek-V4: mxfp4).
+    ``calibration`` picks the efficiencies: ``auto`` (the default) the GPU's fit to public measurements for that stack,
+    ``none`` the constant efficiencies. Every tuning parameter given overrides the calibration's value; left out, it
+    takes the calibration's (or, with ``none``, the default documented in docs/hardware.md). ``tensor_parallel`` splits
     the model over that many GPUs; ``expert_parallel`` (a mixture of experts) places whole experts on that many,
     with data-parallel attention groups of ``tensor_parallel`` GPUs when it is larger (docs/hardware.md, "Expert
     parallelism").

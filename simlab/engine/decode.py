@@ -120,8 +120,8 @@ class ArmPolicy:
     def block_kernel(self) -> Optional[BlockKernel]:
         """What compiled code needs to step this arm's blocks (:mod:`simlab.engine.block_kernel`), or None (the
         numpy block): a chain drafter with drawn outcomes whose scheduler is ``fixed`` or ``threshold``, or
-        ``hardware_aware``, ``async_topk``, ``oracle``, ``goodput`` or ``adaptive`` (with or without ``slo_tpot_ms``) on a
-        cost model whose verify seconds compiled code prices (and, for the last two, whose draft seconds it prices:
+        ``hardware_aware``, ``async_topk``, ``oracle``, ``goodput`` or ``adaptive`` (with or without ``slo_tpot_ms``)
+        on a cost model whose verify seconds compiled code prices (and, for the last two, whose draft seconds it prices:
         a draft cost that ignores context, or a roofline's drafter); or a draft tree with drawn outcomes (always
         ``fixed``)."""
         if not self._kernel:

@@ -66,13 +66,19 @@ def table_config(cfg: AicHardware, file: Optional[str] = None) -> TableHardware:
     kv_tokens = roofline_kv_tokens(roofline)
     prefill_s = engine.predict_prefill_latency(1, PREFILL_PROMPT_TOKENS) / 1e3
     return TableHardware(
-        kind="table", name=f"aic:{cfg.gpu}_{cfg.model}_{cfg.stack}-{cfg.stack_version}_tp{cfg.tensor_parallel}",
+        kind="table",
+        name=f"aic:{cfg.gpu}_{cfg.model}_{cfg.stack}-{cfg.stack_version}_tp{cfg.tensor_parallel}",
         verify={"batch_tokens": list(BATCH_TOKENS), "context_tokens": list(CONTEXT_TOKENS), "step_s": rows},
-        prefill={"per_token_s": prefill_s / PREFILL_PROMPT_TOKENS}, kv_cache_tokens=kv_tokens,
+        prefill={"per_token_s": prefill_s / PREFILL_PROMPT_TOKENS},
+        kv_cache_tokens=kv_tokens,
         draft=drafter_curves(roofline),
-        provenance={"source": "aiconfigurator-core silicon database", "drafter": "the roofline's drafter costs (the database has no drafter)",
-                    "kv_cache_tokens": "the roofline's for the same GPU, model and tensor parallelism",
-                    "cell": "decode_step_latency(B, C // B, 2) ms / 1e3"})
+        provenance={
+            "source": "aiconfigurator-core silicon database",
+            "drafter": "the roofline's drafter costs (the database has no drafter)",
+            "kv_cache_tokens": "the roofline's for the same GPU, model and tensor parallelism",
+            "cell": "decode_step_latency(B, C // B, 2) ms / 1e3",
+        },
+    )
 
 
 def build_aiconfigurator(cfg: AicHardware, *, file: Optional[str] = None) -> TableCostModel:

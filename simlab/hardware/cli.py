@@ -199,7 +199,7 @@ def resolve_source(source: str, *, tensor_parallel: Optional[int] = None,
     from simlab.common.schema_errors import validate
     from simlab.common.yaml_file import read_yaml
     from simlab.config.base import StrictModel
-    from simlab.config.hardware import HardwareConfig, RooflineHardware
+    from simlab.config.hardware import HardwareConfig, RooflineHardware  # noqa: F401 (read by the model below)
     from simlab.hardware.profiles import check_is_table, is_shipped_profile
     from simlab.hardware.roofline_build import build_roofline
     from simlab.hardware.specs import GPUS, MODELS

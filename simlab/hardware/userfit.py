@@ -43,7 +43,9 @@ DRAFT_ENTRIES = {"draft_parallel": "parallel", "draft_autoregressive": "autoregr
 REQUIRED = ("batch_tokens", "context_tokens", "step_ms")
 MIN_VERIFY_SIZES = 3
 MIN_CURVE_SIZES = 4
-MODEL_FORM = "step_s = knee(a, s * batch_tokens, w) + k * context_tokens, knee(a, b, w) = (a + b + sqrt((a - b)^2 + w a b)) / 2"
+MODEL_FORM = (
+    "step_s = knee(a, s * batch_tokens, w) + k * context_tokens, knee(a, b, w) = (a + b + sqrt((a - b)^2 + w a b)) / 2"
+)
 
 
 @dataclass(frozen=True)

@@ -104,7 +104,10 @@ def generate(
     gamma: int = typer.Option(7, min=0, max=16, help="Drafted positions per round (0: plain decoding)."),
     max_new_tokens: int = typer.Option(200, min=1),
     temperature: float = typer.Option(0.0, min=0.0),
-    scheduler: str = typer.Option("fixed", help="Verify-length scheduler: a kind of the scheduler registry that real mode runs (see docs/schedulers.md)."),
+    scheduler: str = typer.Option(
+        "fixed",
+        help="Verify-length scheduler: a kind of the scheduler registry that real mode runs (see docs/schedulers.md).",
+    ),
     threshold: Optional[float] = typer.Option(None, help="Confidence threshold of the threshold scheduler."),
     lag_steps: Optional[int] = typer.Option(None, min=0, help="Lag of async_topk / goodput (default: the kind's)."),
     seed: int = typer.Option(0),
@@ -142,7 +145,10 @@ def evaluate(
     prompt_len: int = typer.Option(64, min=1),
     max_new_tokens: int = typer.Option(128, min=1),
     max_num_seqs: int = typer.Option(16, min=1),
-    scheduler: str = typer.Option("fixed", help="Verify-length scheduler: a kind of the scheduler registry that real mode runs (see docs/schedulers.md)."),
+    scheduler: str = typer.Option(
+        "fixed",
+        help="Verify-length scheduler: a kind of the scheduler registry that real mode runs (see docs/schedulers.md).",
+    ),
     threshold: Optional[float] = typer.Option(None),
     lag_steps: Optional[int] = typer.Option(None, min=0),
     seed: int = typer.Option(0),

@@ -158,7 +158,10 @@ def _goodput(ax, arms: dict, styles: dict, slo: dict) -> None:
             if g is not None and t:
                 ax.annotate(f"{g / t:.0%}", xy=(t, yi), xytext=(4, 0), textcoords="offset points", va="center",
                             fontsize=9)
-        ax.set_title(f"goodput: requests/s meeting the SLO ({objectives})\nfilled: meeting it, outline: all completed, %: the share meeting it")
+        ax.set_title(
+            f"goodput: requests/s meeting the SLO ({objectives})\n"
+            "filled: meeting it, outline: all completed, %: the share meeting it"
+        )
     else:
         ax.set_title("request throughput (the scenario has no slo: no goodput)")
     ax.set_yticks(y, names)

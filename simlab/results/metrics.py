@@ -63,8 +63,8 @@ def summarise(result: ArmRecords, prompt_tokens: np.ndarray, output_tokens: np.n
               slo: Optional[SLO], *, kv_capacity: Union[int, np.ndarray, None] = None, prefix_caching: bool = False,
               num_gpus: int = 1) -> dict:
     """The contract's METRICS for one arm, plus speculation, queueing and KV extras (``kv_capacity``: one
-    replica's KV tokens, or each replica's by index when pools differ, for the usage fractions; ``num_gpus``: every GPU the arm's replicas occupy, replicas x
-    GPUs per replica, for the per-GPU figures)."""
+    replica's KV tokens, or each replica's by index when pools differ, for the usage fractions; ``num_gpus``: every
+    GPU the arm's replicas occupy, replicas x GPUs per replica, for the per-GPU figures)."""
     log, steps = result.log, result.steps
     completed = int(np.isfinite(log.finish_s).sum())
     start_s = float(np.nanmin(log.arrival_s))

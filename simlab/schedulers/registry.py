@@ -33,7 +33,9 @@ class CostViewParams(StrictModel):
     """A scheduler that reads the verify cost: ``sps`` names the curve it reads (left out: its engine's own view
     of the steps, simlab.hardware.sps_view). Not passed to the policy function: the engine hands it that curve."""
 
-    sps: Optional[SpsView] = Field(default=None, description="staircase, smooth or monotone; default: its engine's view")
+    sps: Optional[SpsView] = Field(
+        default=None, description="staircase, smooth or monotone; default: its engine's view"
+    )
 
 
 class ThresholdParams(StrictModel):

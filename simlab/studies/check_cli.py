@@ -102,9 +102,21 @@ def _rows_table(rows):
     for row in rows:
         r = row.record
         drafter = f"{r.spec_method} γ={r.num_draft_tokens} τ={r.acceptance_length:g}" if r.speculative else "-"
-        table.add_row(r.source, r.gpu, r.engine, f"{r.precision}/{r.kv_precision}", r.model, drafter,
-                      str(r.concurrency), f"{r.input_tokens}/{r.output_tokens}", "TPOT ms" if row.metric == "mean_tpot_ms" else "tok/s",
-                      f"{row.measured:,.2f}", f"{row.simulated:,.2f}", f"{row.error:+.1%}", row.role)
+        table.add_row(
+            r.source,
+            r.gpu,
+            r.engine,
+            f"{r.precision}/{r.kv_precision}",
+            r.model,
+            drafter,
+            str(r.concurrency),
+            f"{r.input_tokens}/{r.output_tokens}",
+            "TPOT ms" if row.metric == "mean_tpot_ms" else "tok/s",
+            f"{row.measured:,.2f}",
+            f"{row.simulated:,.2f}",
+            f"{row.error:+.1%}",
+            row.role,
+        )
     return table
 
 

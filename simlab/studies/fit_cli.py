@@ -15,11 +15,16 @@ import typer
 
 
 def fit_command(
-    measurements: list[Path] = typer.Argument(..., help="A CSV of step measurements (kind, batch_tokens, "
-                                              "context_tokens, step_ms), or engine benchmark results: `vllm bench "
-                                              "serve --save-result` JSON and SGLang `bench_serving` JSONL files "
-                                              "(docs/hardware.md, 'Fitting your own measurements')."),
-    out: Path = typer.Option(..., "--out", "-o", help="Profile file to write (YAML); replaces only a file simlab wrote."),
+    measurements: list[Path] = typer.Argument(
+        ...,
+        help="A CSV of step measurements (kind, batch_tokens, "
+        "context_tokens, step_ms), or engine benchmark results: `vllm bench "
+        "serve --save-result` JSON and SGLang `bench_serving` JSONL files "
+        "(docs/hardware.md, 'Fitting your own measurements').",
+    ),
+    out: Path = typer.Option(
+        ..., "--out", "-o", help="Profile file to write (YAML); replaces only a file simlab wrote."
+    ),
     name: Optional[str] = typer.Option(None, "--name", help="The profile's name (default: the output file's stem)."),
     gpu: Optional[str] = typer.Option(None, "--gpu", help="Benchmark results: the GPU they ran on."),
     model: Optional[str] = typer.Option(None, "--model", help="Benchmark results: the model they served."),
@@ -27,16 +32,26 @@ def fit_command(
     precision: str = typer.Option("bf16", "--precision", help="Benchmark results: weights (bf16, fp8, fp4)."),
     kv_precision: str = typer.Option("bf16", "--kv-precision", help="Benchmark results: the KV cache (bf16, fp8)."),
     max_num_seqs: int = typer.Option(1024, "--max-num-seqs", min=1, help="Benchmark results: the server's limit."),
-    max_batch_tokens: int = typer.Option(8192, "--max-batch-tokens", min=1,
-                                         help="Benchmark results: the server's token budget per step."),
-    tensor_parallel: int = typer.Option(1, "--tensor-parallel", "--tp", min=1,
-                                        help="Benchmark results: the server's tensor-parallel size."),
-    expert_parallel: int = typer.Option(1, "--expert-parallel", "--ep", min=1,
-                                        help="Benchmark results: a mixture of experts' expert-parallel size "
-                                             "(above --tp: data-parallel attention)."),
-    draft: Optional[list[str]] = typer.Option(None, "--draft", help="Benchmark results: the drafter of the "
-                                              "speculative runs, METHOD:K (e.g. eagle3:3), or FILE=METHOD:K for one "
-                                              "file's; repeat for several."),
+    max_batch_tokens: int = typer.Option(
+        8192, "--max-batch-tokens", min=1, help="Benchmark results: the server's token budget per step."
+    ),
+    tensor_parallel: int = typer.Option(
+        1, "--tensor-parallel", "--tp", min=1, help="Benchmark results: the server's tensor-parallel size."
+    ),
+    expert_parallel: int = typer.Option(
+        1,
+        "--expert-parallel",
+        "--ep",
+        min=1,
+        help="Benchmark results: a mixture of experts' expert-parallel size (above --tp: data-parallel attention).",
+    ),
+    draft: Optional[list[str]] = typer.Option(
+        None,
+        "--draft",
+        help="Benchmark results: the drafter of the "
+        "speculative runs, METHOD:K (e.g. eagle3:3), or FILE=METHOD:K for one "
+        "file's; repeat for several.",
+    ),
 ) -> None:
     """Fit your measurements and write a table profile with the residual stated: step timings with the calibrated
     roofline's smooth knee, or engine benchmark runs as a serving stack on the roofline of --gpu and --model

@@ -107,23 +107,40 @@ def read_load_records(path: Optional[Path] = None) -> tuple[list[LoadRecord], li
             assumed.append(NO_RELEASE_OVERLAP[1])
         input_tokens, output_tokens = _lengths(row, assumed)
         gamma = _integer(row.get("spec_steps")) if tree else _integer(row.get("num_speculative_tokens"))
-        records.append(LoadRecord(
-            id=str(row["id"]), source=str(row["source"]), engine=str(row["engine"]), gpu=str(row["gpu"]),
-            tensor_parallel=int(row["tensor_parallel"]), model=model, precision=_text(row.get("precision")) or "bf16",
-            kv_precision=_text(row.get("kv_precision")) or "bf16", input_tokens=input_tokens,
-            output_tokens=output_tokens, concurrency=int(row["concurrency"]),
-            num_prompts=int(_integer(row.get("num_prompts")) or 4 * int(row["concurrency"])),
-            max_num_seqs=_integer(row.get("max_num_seqs")) or 0, max_batch_tokens=_integer(row.get("max_batch_tokens")) or 0,
-            mean_tpot_ms=_optional(row.get("mean_tpot_ms")),
-            output_throughput_tok_s=_optional(row.get("output_throughput_tok_s")), url=str(row["url"]),
-            spec_method=method, num_draft_tokens=gamma,
-            acceptance_length=_acceptance(row, model, method, gamma, assumed),
-            expert_parallel=_integer(row.get("expert_parallel")) or 1, dataset=_text(row.get("dataset")),
-            checkpoint=_text(row.get("checkpoint")), engine_version=_text(row.get("engine_version")),
-            pair=str(row["pair"]), tree_topk=_integer(row.get("spec_topk")) if tree else None,
-            tree_num_draft_tokens=_integer(row.get("spec_num_draft_tokens")) if tree else None,
-            stated_max_num_seqs=_integer(row.get("max_num_seqs")),
-            stated_max_batch_tokens=_integer(row.get("max_batch_tokens")), assumed="; ".join(assumed)))
+        records.append(
+            LoadRecord(
+                id=str(row["id"]),
+                source=str(row["source"]),
+                engine=str(row["engine"]),
+                gpu=str(row["gpu"]),
+                tensor_parallel=int(row["tensor_parallel"]),
+                model=model,
+                precision=_text(row.get("precision")) or "bf16",
+                kv_precision=_text(row.get("kv_precision")) or "bf16",
+                input_tokens=input_tokens,
+                output_tokens=output_tokens,
+                concurrency=int(row["concurrency"]),
+                num_prompts=int(_integer(row.get("num_prompts")) or 4 * int(row["concurrency"])),
+                max_num_seqs=_integer(row.get("max_num_seqs")) or 0,
+                max_batch_tokens=_integer(row.get("max_batch_tokens")) or 0,
+                mean_tpot_ms=_optional(row.get("mean_tpot_ms")),
+                output_throughput_tok_s=_optional(row.get("output_throughput_tok_s")),
+                url=str(row["url"]),
+                spec_method=method,
+                num_draft_tokens=gamma,
+                acceptance_length=_acceptance(row, model, method, gamma, assumed),
+                expert_parallel=_integer(row.get("expert_parallel")) or 1,
+                dataset=_text(row.get("dataset")),
+                checkpoint=_text(row.get("checkpoint")),
+                engine_version=_text(row.get("engine_version")),
+                pair=str(row["pair"]),
+                tree_topk=_integer(row.get("spec_topk")) if tree else None,
+                tree_num_draft_tokens=_integer(row.get("spec_num_draft_tokens")) if tree else None,
+                stated_max_num_seqs=_integer(row.get("max_num_seqs")),
+                stated_max_batch_tokens=_integer(row.get("max_batch_tokens")),
+                assumed="; ".join(assumed),
+            )
+        )
     return records, skipped
 
 
@@ -321,13 +338,26 @@ def gain_document(rows: list[GainRow]) -> dict[str, Any]:
 
 def markdown_table(document: dict[str, Any]) -> str:
     """The table of docs/hardware.md, "Speculation's gain", from gain_error.yaml's summary."""
-    rows = ["| role | target | users | pairs | median error | worst error | signs agree (measured gain < 0.9 or > 1.1) |",
-            "|---|---|---|---|---|---|---|"]
+    rows = [
+        "| role | target | users | pairs | median error | worst error | signs agree (measured gain < 0.9 or > 1.1) |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for e in document["summary"]:
         rows.append(f"| {e['role']} | {e['target']} | {e['users']} | {e['pairs']} | {e['median_abs_error']:.1%} | "
                     f"{e['max_abs_error']:.1%} | {e['signs_agree']} of {e['signs_clear']} |")
     return "\n".join(rows)
 
 
-__all__ = ["GAIN_FILE", "gain_document", "markdown_table", "GainRow", "LoadRecord", "check_gains", "gain_summary", "load_scenario", "pairs", "read_load_records",
-           "release_for"]
+__all__ = [
+    "GAIN_FILE",
+    "gain_document",
+    "markdown_table",
+    "GainRow",
+    "LoadRecord",
+    "check_gains",
+    "gain_summary",
+    "load_scenario",
+    "pairs",
+    "read_load_records",
+    "release_for",
+]

@@ -46,7 +46,7 @@ def _real_run(pair64):
 
 
 def test_real_and_simulated_runs_share_columns_and_summary_keys(pair64, tmp_path):
-    simulated = run_scenario(SCENARIO, tmp_path / "sim", plot=False)
+    run_scenario(SCENARIO, tmp_path / "sim", plot=False)
     real_folder = write_real_results(tmp_path / "real", _real_run(pair64), scenario=SCENARIO, plot=False)
     real_requests = pd.read_csv(real_folder / "requests.csv")
     real_steps = pd.read_csv(real_folder / "steps.csv.gz")

@@ -87,7 +87,9 @@ def test_shipped_weights_load_bit_for_bit(pair, part):
         assert tensor.dtype == _RAW_DTYPES[dtype] and list(tensor.shape) == shape
         as_bytes = tensor.contiguous().view(-1).view(torch.uint8).numpy().tobytes()
         assert as_bytes == data, name
-        digest.update(name.encode()); digest.update(str(tensor.dtype).encode()); digest.update(as_bytes)
+        digest.update(name.encode())
+        digest.update(str(tensor.dtype).encode())
+        digest.update(as_bytes)
     assert (len(loaded), digest.hexdigest()) == WEIGHT_DIGESTS[part]
     # the loaded model holds exactly those values (bf16 -> float32 is exact)
     model = pair.target if part == "target" else pair.drafter

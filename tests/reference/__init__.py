@@ -55,7 +55,6 @@ def run_reference(scenario=None, *, arm=0, built=None, kv_policy: Optional[str] 
 
     if built is None:
         built = build(as_loaded(scenario))
-    sc = built.loaded.scenario
     index = arm if isinstance(arm, int) else [a.arm.label for a in built.arms].index(arm)
     prepared = built.arms[index]
     policy = prepared.policy

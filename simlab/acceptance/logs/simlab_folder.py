@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import numpy as np
 
@@ -27,6 +27,9 @@ from simlab.acceptance.logs.table import (
     text_column,
 )
 from simlab.common.errors import InputError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 NAME = "simlab"
 DESCRIPTION = "a simlab results folder: rounds.csv.gz (per request-step) or summary.json (per-position counts)"

@@ -26,8 +26,11 @@ def read_table(path: Path, *, what: str) -> pd.DataFrame:
         frame = pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[], skipinitialspace=True)
     except (pd.errors.ParserError, UnicodeDecodeError, OSError, EOFError, ValueError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise InputError(f"not a readable CSV table ({first})", file=path,
-                         valid="comma-separated text with a header line (gzip-compressed when it ends in .gz)") from None
+        raise InputError(
+            f"not a readable CSV table ({first})",
+            file=path,
+            valid="comma-separated text with a header line (gzip-compressed when it ends in .gz)",
+        ) from None
     frame.columns = [str(c).strip() for c in frame.columns]
     return frame
 

@@ -86,7 +86,9 @@ def load_preset(
     if not path.is_file():
         shipped = ", ".join(shipped_presets())
         problem = "no such preset" if path.parent == PRESET_DIR else f"no such preset file ({path})"
-        raise InputError(problem, file=file, field=field, value=name, valid=f"one of {shipped}, or a path to a preset file")
+        raise InputError(
+            problem, file=file, field=field, value=name, valid=f"one of {shipped}, or a path to a preset file"
+        )
     data = read_yaml(path, what="preset file")
     parsed: PresetFile = validate(PresetFile, data, file=path)
     base_logit = {}

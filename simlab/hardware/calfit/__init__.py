@@ -2,8 +2,8 @@
 
 ``calibrate(folder)`` reads hw_profiles/calibration/ (calibration.yaml and the measurement files it names, see
 :mod:`simlab.hardware.calfit.sources`), fits every GPU (:mod:`simlab.hardware.calfit.fit`) and returns what
-``fitted.yaml`` holds; ``dump_fitted`` renders it. ``scripts/calibrate_hardware.py`` and ``scripts/make_profiles.py`` run it;
-the cost models read the written file (:mod:`simlab.hardware.calibration`).
+``fitted.yaml`` holds; ``dump_fitted`` renders it. ``scripts/calibrate_hardware.py`` and ``scripts/make_profiles.py``
+run it; the cost models read the written file (:mod:`simlab.hardware.calibration`).
 """
 
 from __future__ import annotations
@@ -17,8 +17,10 @@ from simlab.hardware.calfit.fit import Calibrator
 from simlab.hardware.calfit.replayed import Replay
 from simlab.hardware.calfit.sources import load_spec
 
-FITTED_HEADER = ("# written by simlab scripts/calibrate_hardware.py from the measurements in this folder (calibration.yaml, "
-                 "SOURCES.md); do not edit: run python scripts/make_profiles.py\n")
+FITTED_HEADER = (
+    "# written by simlab scripts/calibrate_hardware.py from the measurements in this folder (calibration.yaml, "
+    "SOURCES.md); do not edit: run python scripts/make_profiles.py\n"
+)
 
 
 def calibrate(folder: Path, replay: Optional[Replay] = None) -> dict[str, Any]:

@@ -21,7 +21,7 @@ class Path:
 
     __slots__ = ("survival", "values", "num_valid", "anchors", "max_len")
 
-    def __init__(self, survival: np.ndarray, values: np.ndarray, num_valid: np.ndarray,
+    def __init__(self, survival: np.ndarray, values: np.ndarray, num_valid: np.ndarray,  # noqa: F811 (an argument)
                  anchors: np.ndarray | int, max_len: np.ndarray | None = None) -> None:
         self.survival = survival  # [S, R, G] the candidates' values (invalid ones -1)
         self.values = values  # [S, R*G] survival along the path, descending (invalid ones last, as -1)
