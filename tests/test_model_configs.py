@@ -186,6 +186,8 @@ arms: [{{name: no-spec, method: none}}, {{name: dflash, method: dflash, gamma: 7
     scenario.write_text(text.format(model=FIXTURES / "qwen3.5-35b-a3b"), encoding="utf-8")
     code, _, stderr = run_cli("run", str(scenario), "--out", str(tmp_path / "ok"), "--no-plot")
     assert code == 0, stderr
+    hardware = json.loads((tmp_path / "ok" / "summary.json").read_text())["hardware"]
+    assert "no engine run of a hybrid model was compared" in hardware["outside_calibrated_classes"]
     scenario.write_text(text.format(model=FIXTURES / "nemotron-h-56b-base-8k"), encoding="utf-8")
     out = tmp_path / "out"
     code, _, stderr = run_cli("run", str(scenario), "--out", str(out), "--no-plot")

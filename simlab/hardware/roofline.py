@@ -51,6 +51,17 @@ def target_kernels(model: ModelConfig) -> int:
     return model.num_layers * LAYER_KERNELS + LM_HEAD_KERNELS + SAMPLING_KERNELS
 
 
+def hybrid_note(model: ModelConfig) -> str:
+    """What a run on a hybrid model says of its error: no engine run of its class was compared."""
+    h = model.hybrid
+    mix = ", ".join(f"{n} {kind}" for n, kind in ((h.num_full_layers, "full-attention"),
+                                                  (h.num_window_layers, "window"),
+                                                  (h.num_state_layers, "linear-attention")) if n)
+    return (f"a hybrid target ({mix} layers): no engine run of a hybrid model was compared, so its error is not "
+            "stated; the nearest calibrated class is the dense targets' (engine_error.yaml, gain_error.yaml; "
+            "docs/models.md)")
+
+
 class RooflineCostModel(CostModel):
     """A :class:`CostModel` computed from first principles with constant efficiencies (``calibration: none``);
     all coefficients precomputed at construction. :class:`~simlab.hardware.calibrated.CalibratedRooflineCostModel`
@@ -397,4 +408,5 @@ class RooflineCostModel(CostModel):
                 "crossover_tokens": round(self.crossover_tokens, 1),
                 "decode_step_s_at_1_token": self.verify_s(1),
             },
+            **({"outside_calibrated_classes": hybrid_note(self.model)} if self.model.hybrid is not None else {}),
         }
