@@ -194,3 +194,52 @@ arms: [{{name: no-spec, method: none}}, {{name: dflash, method: dflash, gamma: 7
     assert code == 2 and "hybrid_override_pattern" in stderr and "54 mamba" in stderr and not out.exists()
     with pytest.raises(InputError, match="unknown model"):
         get_model("no/such/config.json", file=str(scenario))
+
+
+def _database_configs():
+    try:
+        import aiconfigurator_core
+    except ImportError:
+        return []
+    folder = Path(aiconfigurator_core.__file__).parent / "model_configs"
+    return sorted(p for p in folder.glob("*_config.json") if not p.name.endswith("hf_quant_config.json"))
+
+
+def test_every_config_the_silicon_database_ships_is_read_or_refused_by_name():
+    """aiconfigurator-core's 80-odd published configs (Llama, Qwen, DeepSeek, Kimi, GLM, MiniMax, Mixtral, gpt-oss,
+    Gemma, MiMo, Step, Nemotron): each is described, or refused with an InputError naming its field, never a crash."""
+    configs = _database_configs()
+    if not configs:
+        pytest.skip("aiconfigurator-core is not installed")
+    described = 0
+    for path in configs:
+        try:
+            d = describe_file(path)
+        except InputError as err:
+            assert err.field and "Traceback" not in str(err), path.name
+            continue
+        described += 1
+        assert d.params_total >= d.params_active > 0 and d.kv_bytes_per_token >= 0, path.name
+    assert described >= 0.9 * len(configs)
+
+
+@pytest.mark.parametrize("name,total_b,active_b,embedding_counted", [
+    ("meta-llama--Llama-4-Maverick-17B-128E-Instruct", 400, 17, True),
+    ("meta-llama--Llama-4-Scout-17B-16E-Instruct", 109, 17, True),
+    ("nvidia--NVIDIA-Nemotron-3-Super-120B-A12B-FP8", 120, 12, False),
+    ("nvidia--NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", 31.6, 3.2, False),
+    ("nvidia--NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16", 550, 55, False),
+    ("mistralai--Mixtral-8x7B-v0.1", 46.7, 12.9, True), ("mistralai--Mixtral-8x22B-v0.1", 141, 39, True),
+    ("Qwen--Qwen3-Coder-480B-A35B-Instruct", 480, 35, True), ("openai--gpt-oss-20b", 20.9, 3.6, False),
+    ("zai-org--GLM-5", 744, None, True), ("MiniMaxAI--MiniMax-M2.5", 229, None, True)])
+def test_the_databases_configs_give_their_published_parameters(name, total_b, active_b, embedding_counted):
+    """Published totals and activated counts within 3 %; Meta, Mistral and Qwen count the input embedding among the
+    activated parameters, NVIDIA and OpenAI do not (Llama 4 Scout's 109 B counts its vision tower: -1.1 % here)."""
+    paths = [p for p in _database_configs() if p.name == f"{name}_config.json"]
+    if not paths:
+        pytest.skip("aiconfigurator-core is not installed")
+    d = describe_file(paths[0])
+    assert d.params_total == pytest.approx(total_b * 1e9, rel=0.03)
+    if active_b is not None:
+        active = d.params_active + (d.params_embedding if embedding_counted else 0)
+        assert active == pytest.approx(active_b * 1e9, rel=0.03)

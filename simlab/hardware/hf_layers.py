@@ -10,7 +10,8 @@ from __future__ import annotations
 from simlab.hardware.hf_config import (BF16_BYTES, CHUNKED, FP32_BYTES, FULL, LINEAR, MAMBA, MLA, SLIDING, ConfigReader,
                                        LayerCounts)
 
-LAYER_TYPE_NAMES = {"full_attention": FULL, "attention": FULL, "global": FULL, "sliding_attention": SLIDING,
+LAYER_TYPE_NAMES = {"full_attention": FULL, "attention": FULL, "global": FULL, "deepseek_sparse_attention": FULL,
+                    "sliding_attention": SLIDING,
                     "local": SLIDING, "chunked_attention": CHUNKED, "linear_attention": LINEAR, "mamba": MAMBA}
 NEMOTRON_H_BLOCKS = {"M": (MAMBA, "none"), "*": (FULL, "none"), "-": ("none", "dense"), "E": ("none", "moe")}
 GATED_OUTPUT_TYPES = ("qwen3_next", "qwen3_5", "qwen3_5_moe", "qwen3_5_text", "qwen3_5_moe_text")
@@ -26,12 +27,11 @@ def _model_type(cfg: ConfigReader) -> str:
 def layer_kinds(cfg: ConfigReader) -> list[str]:
     """Each layer's mixer: full, sliding or chunked attention, MLA, linear attention, Mamba, or none (an
     MLP-only block of Nemotron-H)."""
-    if cfg.has("hybrid_override_pattern"):
-        pattern = str(cfg.get("hybrid_override_pattern"))
-        bad = sorted(set(pattern) - set(NEMOTRON_H_BLOCKS))
-        if bad:
-            raise cfg.error("hybrid_override_pattern", pattern, "a string of M (Mamba), * (attention), "
-                            "- (MLP) and E (MoE)")
+    if cfg.has("compress_ratios"):
+        raise cfg.error("compress_ratios", "DeepSeek-V4 compressed attention",
+                        "the catalogue names deepseek-v4-flash and deepseek-v4-pro, which price it (docs/hardware.md)")
+    pattern = _block_pattern(cfg)
+    if pattern is not None:
         return [NEMOTRON_H_BLOCKS[c][0] for c in pattern]
     num_layers = cfg.integer("num_hidden_layers", "num_layers", "n_layer")
     if cfg.has("layer_types"):
@@ -57,18 +57,43 @@ def layer_kinds(cfg: ConfigReader) -> list[str]:
     return kinds
 
 
+BLOCK_TYPE_LETTERS = {"mamba": "M", "attention": "*", "mlp": "-", "moe": "E"}
+
+
+def _block_pattern(cfg: ConfigReader):
+    """Nemotron-H's blocks as letters: ``hybrid_override_pattern``, or Nemotron 3's ``layers_block_type`` list."""
+    if cfg.has("hybrid_override_pattern"):
+        pattern = str(cfg.get("hybrid_override_pattern"))
+        if set(pattern) - set(NEMOTRON_H_BLOCKS):
+            raise cfg.error("hybrid_override_pattern", pattern, "a string of M (Mamba), * (attention), "
+                            "- (MLP) and E (MoE)")
+        return pattern
+    if cfg.has("layers_block_type"):
+        names = cfg.get("layers_block_type")
+        if not isinstance(names, list) or any(str(n) not in BLOCK_TYPE_LETTERS for n in names):
+            raise cfg.error("layers_block_type", names, "a list of " + ", ".join(BLOCK_TYPE_LETTERS))
+        return "".join(BLOCK_TYPE_LETTERS[str(n)] for n in names)
+    return None
+
+
 def num_experts(cfg: ConfigReader) -> int:
     return cfg.integer("num_experts", "num_local_experts", "n_routed_experts", default=0, minimum=0)
 
 
 def mlp_kinds(cfg: ConfigReader, num_layers: int) -> list[str]:
     """Each layer's MLP: dense, moe, or none (a mixer-only block of Nemotron-H)."""
-    if cfg.has("hybrid_override_pattern"):
-        return [NEMOTRON_H_BLOCKS[c][1] for c in str(cfg.get("hybrid_override_pattern"))]
+    pattern = _block_pattern(cfg)
+    if pattern is not None:
+        return [NEMOTRON_H_BLOCKS[c][1] for c in pattern]
     if num_experts(cfg) == 0:
         return ["dense"] * num_layers
     first_dense = cfg.integer("first_k_dense_replace", default=0, minimum=0)
-    step = cfg.integer("decoder_sparse_step", "moe_layer_freq", default=1)
+    freq = cfg.get("moe_layer_freq")
+    if isinstance(freq, list):  # MiMo, MiniMax: one 0/1 a layer
+        if len(freq) != num_layers or any(f not in (0, 1) for f in freq):
+            raise cfg.error("moe_layer_freq", freq, f"an integer, or a list of {num_layers} zeros and ones")
+        return ["moe" if f else "dense" for f in freq]
+    step = cfg.integer("decoder_sparse_step", "moe_layer_freq", "interleave_moe_layer_step", default=1)
     only = cfg.get("mlp_only_layers", [])
     if not isinstance(only, list):
         raise cfg.error("mlp_only_layers", only, "a list of layer indices")
@@ -78,7 +103,7 @@ def mlp_kinds(cfg: ConfigReader, num_layers: int) -> list[str]:
             return False
         if cfg.has("moe_layer_freq"):  # DeepSeek: layer_idx % moe_layer_freq == 0 from the first_k_dense_replace-th
             return i % step == 0
-        return (i + 1) % step == 0  # Qwen MoE: (layer_idx + 1) % decoder_sparse_step == 0
+        return (i + 1) % step == 0  # Qwen MoE, Llama 4: (layer_idx + 1) % step == 0
 
     return ["moe" if is_moe(i) else "dense" for i in range(num_layers)]
 
@@ -158,11 +183,23 @@ def _mamba(cfg: ConfigReader, hidden: int) -> LayerCounts:
     return LayerCounts(params, 0, 0, state_bytes_per_request=state)
 
 
+def _matrices(cfg: ConfigReader) -> int:
+    """Weight matrices of an MLP: 2 for squared-ReLU MLPs (Nemotron-H, no gate), else 3 (gate, up, down)."""
+    relu2 = str(cfg.get("mlp_hidden_act", cfg.get("hidden_act", ""))).lower() == "relu2"
+    return 2 if relu2 or _model_type(cfg) == "nemotron_h" else 3
+
+
+def _expert_width(cfg: ConfigReader, hidden: int) -> int:
+    """The width routed experts run at: the hidden size, or a latent (Nemotron 3's ``moe_latent_size``, Kimi's
+    ``routed_expert_hidden_size``) that the layer projects into and out of."""
+    return cfg.integer("moe_latent_size", "routed_expert_hidden_size", default=hidden)
+
+
 def _expert_params(cfg: ConfigReader, hidden: int) -> int:
     """One routed expert (gpt-oss's with its biases)."""
-    matrices = 2 if _model_type(cfg) == "nemotron_h" else 3  # squared-ReLU MLPs have no gate
     width = cfg.integer("moe_intermediate_size", "intermediate_size")
-    return matrices * hidden * width + (2 * width + hidden if _model_type(cfg) == "gpt_oss" else 0)
+    return (_matrices(cfg) * _expert_width(cfg, hidden) * width
+            + (2 * width + hidden if _model_type(cfg) == "gpt_oss" else 0))
 
 
 def state_flops_per_token(cfg: ConfigReader, kind: str) -> int:
@@ -183,21 +220,29 @@ def state_flops_per_token(cfg: ConfigReader, kind: str) -> int:
 def _mlp(cfg: ConfigReader, kind: str, hidden: int) -> tuple[int, int]:
     """(parameters, parameters one token uses) of a layer's MLP."""
     model_type = _model_type(cfg)
-    matrices = 2 if model_type == "nemotron_h" else 3  # squared-ReLU MLPs have no gate
+    matrices = _matrices(cfg)
     if kind == "none":
         return 0, 0
-    if kind == "dense":
-        params = matrices * hidden * cfg.integer("intermediate_size", "ffn_hidden_size")
+    if kind == "dense":  # Llama 4's dense layers are intermediate_size_mlp wide (its experts intermediate_size)
+        params = matrices * hidden * cfg.integer("intermediate_size_mlp", "intermediate_size", "ffn_hidden_size")
         return params, params
     experts = num_experts(cfg)
-    per_token = cfg.integer("num_experts_per_tok", "experts_per_token", "moe_topk")
+    per_token = cfg.integer("num_experts_per_tok", "experts_per_token", "num_experts_per_token", "top_k_experts",
+                            "moe_topk")
     expert = _expert_params(cfg, hidden)
     router = hidden * experts + (experts if model_type == "gpt_oss" else 0)
-    shared = cfg.integer("n_shared_experts", "num_shared_experts", default=0, minimum=0) * expert
-    if cfg.has("shared_expert_intermediate_size"):
+    latent = _expert_width(cfg, hidden)
+    if latent != hidden:
+        router += 2 * hidden * latent  # into the latent and back
+    shared_experts = cfg.integer("n_shared_experts", "num_shared_experts", default=0, minimum=0)
+    if model_type.startswith("llama4"):
+        shared_experts = 1  # Llama 4: one shared expert in every MoE layer
+    shared_width = cfg.integer("moe_shared_expert_intermediate_size", "moe_intermediate_size", "intermediate_size")
+    if cfg.has("moe_shared_expert_intermediate_size"):  # Nemotron 3: the shared experts' own width
+        shared_experts = max(shared_experts, 1)
+    shared = shared_experts * matrices * hidden * shared_width
+    if cfg.get("shared_expert_intermediate_size"):
         shared += 3 * hidden * cfg.integer("shared_expert_intermediate_size") + hidden  # and its sigmoid gate
-    if cfg.has("moe_shared_expert_intermediate_size"):
-        shared += matrices * hidden * cfg.integer("moe_shared_expert_intermediate_size")
     return router + shared + experts * expert, router + shared + per_token * expert
 
 
@@ -244,6 +289,19 @@ def mtp_params(cfg: ConfigReader, hidden: int) -> tuple[int, int]:
 QUANT_BYTES = {"fp8": 1.0 + 4 / (128 * 128), "mxfp4": 4.25 / 8, "nvfp4": 4.5 / 8}
 
 
+def _group_bits(quant: dict):
+    """compressed-tensors: the weights' fewest ``num_bits`` over its config groups (None when they state none). A
+    mixed file (fp8 attention, fp4 experts) is counted at its smallest format, which most of its weights are in."""
+    groups = quant.get("config_groups")
+    bits = []
+    if isinstance(groups, dict):
+        for group in groups.values():
+            weights = group.get("weights") if isinstance(group, dict) else None
+            if isinstance(weights, dict) and isinstance(weights.get("num_bits"), int):
+                bits.append(weights["num_bits"])
+    return min(bits) if bits else None
+
+
 def quantization(cfg: ConfigReader, total: int, unquantized: int, experts: int) -> tuple[str, float]:
     """(name, weight bytes) under the config's ``quantization_config``: matmul weights at the format's bytes
     (with its scales), the embedding, LM head and norms in bf16; mxfp4 (gpt-oss) quantizes the routed experts."""
@@ -252,14 +310,16 @@ def quantization(cfg: ConfigReader, total: int, unquantized: int, experts: int) 
         return "bf16", float(total * BF16_BYTES)
     if not isinstance(quant, dict):
         raise cfg.error("quantization_config", quant, "an object with quant_method")
-    method = str(quant.get("quant_method", "")).lower()
+    method = str(quant.get("quant_method") or ("modelopt" if quant.get("quant_algo") else "")).lower()
+    algo = str(quant.get("quant_algo") or "").lower()
+    if method == "modelopt" and "fp8" in algo:
+        method = "fp8"
     if method == "mxfp4":
         return "mxfp4", experts * QUANT_BYTES["mxfp4"] + (total - experts) * BF16_BYTES
     if method in ("fp8", "fbgemm_fp8"):
         per_weight = QUANT_BYTES["fp8"]
     elif method in ("awq", "gptq", "compressed-tensors", "modelopt"):
-        bits = quant.get("bits") or quant.get("w_bit") or (4 if "fp4" in str(quant.get("quant_algo", "")).lower()
-                                                           else None)
+        bits = quant.get("bits") or quant.get("w_bit") or (4 if "fp4" in algo else None) or _group_bits(quant)
         if not isinstance(bits, int) or not 2 <= bits <= 16:
             raise cfg.error("quantization_config.bits", bits, "an integer number of bits from 2 to 16")
         group = quant.get("group_size") or quant.get("q_group_size") or 128

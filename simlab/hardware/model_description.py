@@ -92,7 +92,8 @@ def describe_config(data: dict, *, file: str, name: Optional[str] = None) -> Mod
     if cfg.has("index_topk"):
         notes.append(f"sparse attention indexer: each query attends its top {cfg.get('index_topk')} tokens")
     return ModelDescription(
-        name=name or str(data.get("_name_or_path") or Path(file).parent.name), source=file,
+        name=name or str(data.get("_name_or_path") or (Path(file).parent.name if Path(file).name == "config.json"
+                                                       else Path(file).stem)), source=file,
         model_type=str(cfg.get("model_type", data.get("model_type", "?"))), layers=layers, mlp_layers=mlp_layers,
         params_total=total, params_active=active, params_embedding=embedding, params_mtp=mtp,
         weight_bytes=weight_bytes, kv_bytes_per_token=kv, state_bytes_per_request=state, quantization=quant_name,
@@ -141,9 +142,12 @@ def roofline_shape(data: dict, *, file: str, name: str):
     if experts:
         width = cfg.integer("moe_intermediate_size", "intermediate_size")
         shared = cfg.integer("n_shared_experts", "num_shared_experts", default=0, minimum=0)
-        if cfg.has("shared_expert_intermediate_size"):
+        if str(cfg.get("model_type", "")).lower().startswith("llama4"):
+            shared = 1  # Llama 4: one shared expert in every MoE layer
+        if cfg.get("shared_expert_intermediate_size"):
             shared += cfg.integer("shared_expert_intermediate_size") // width
-        moe = dict(num_experts=experts, experts_per_token=cfg.integer("num_experts_per_tok", "experts_per_token"),
+        moe = dict(num_experts=experts, experts_per_token=cfg.integer("num_experts_per_tok", "experts_per_token",
+                                                                     "num_experts_per_token", "top_k_experts"),
                    moe_intermediate_size=width, num_shared_experts=shared, num_dense_layers=num_dense)
     mla: dict[str, int] = {}
     if cfg.has("kv_lora_rank"):
