@@ -243,3 +243,15 @@ def test_the_databases_configs_give_their_published_parameters(name, total_b, ac
     if active_b is not None:
         active = d.params_active + (d.params_embedding if embedding_counted else 0)
         assert active == pytest.approx(active_b * 1e9, rel=0.03)
+
+
+def test_interleaved_moe_layers_are_priced_by_count():
+    """Llama-4-Maverick: MoE every second layer, the others dense at intermediate_size_mlp; the roofline's shape
+    counts 24 of each and reads back to the description's parameters exactly."""
+    paths = [p for p in _database_configs() if p.name == "meta-llama--Llama-4-Maverick-17B-128E-Instruct_config.json"]
+    if not paths:
+        pytest.skip("aiconfigurator-core is not installed")
+    model = roofline_shape(read_config_file(paths[0]), file=str(paths[0]), name="maverick")
+    d = describe_file(paths[0])
+    assert (model.num_dense_layers, model.num_moe_layers, model.intermediate_size) == (24, 24, 16384)
+    assert (model.total_params, model.active_params) == (d.params_total, d.params_active)

@@ -110,15 +110,18 @@ ROOFLINE_KINDS = (FULL, MLA)
 def roofline_shape(data: dict, *, file: str, name: str):
     """The :class:`~simlab.hardware.model_shape.ModelConfig` the model-level roofline prices: full-attention (GQA/MQA)
     or MLA layers, with sliding-window, chunked and linear-attention layers beside full-attention ones as
-    :class:`~simlab.hardware.hybrid_layers.HybridLayers`, and a dense MLP or a mixture of experts. Nemotron-H's
+    :class:`~simlab.hardware.hybrid_layers.HybridLayers`, and a dense MLP or a mixture of experts (dense and MoE
+    layers by count, interleaved or not). Nemotron-H's
     Mamba and MLP blocks, and MLA mixed with other kinds, are described by ``simlab profiles model`` but not
     priced: an :class:`InputError` naming the field that declares them."""
     cfg = ConfigReader(data, file)
     kinds = layer_kinds(cfg)
-    unpriced = cfg.has("hybrid_override_pattern") or (MLA in kinds and any(k != MLA for k in kinds))
+    unpriced = (cfg.has("hybrid_override_pattern") or cfg.has("layers_block_type")
+                or (MLA in kinds and any(k != MLA for k in kinds)))
     if unpriced or (kinds and FULL not in kinds and MLA not in kinds):
-        declared = next(f for f in ("hybrid_override_pattern", "layer_types", "full_attention_interval",
-                                    "sliding_window_pattern", "sliding_window", "kv_lora_rank") if cfg.has(f))
+        fields = ("hybrid_override_pattern", "layers_block_type", "layer_types", "full_attention_interval",
+                  "sliding_window_pattern", "sliding_window", "kv_lora_rank")
+        declared = next((f for f in fields if cfg.has(f)), "num_hidden_layers")
         counts = ", ".join(f"{kinds.count(k)} {k}" for k in sorted(set(kinds)))
         raise InputError(f"the roofline cannot price this layer mix ({counts}): it prices full-attention or MLA "
                          "layers, with window and linear-attention layers beside full attention "
@@ -131,13 +134,9 @@ def roofline_shape(data: dict, *, file: str, name: str):
     hidden = cfg.integer("hidden_size", "d_model")
     heads = cfg.integer("num_attention_heads")
     experts = num_experts(cfg)
-    num_dense = mlps.index("moe") if experts and "moe" in mlps else 0
-    if experts and any(m != "moe" for m in mlps[num_dense:]):
-        raise InputError("the roofline prices dense layers first, then MoE layers; this config interleaves them",
-                         file=file, field=cfg.prefix + ("mlp_only_layers" if cfg.has("mlp_only_layers")
-                                                         else "decoder_sparse_step"),
-                         value=str(cfg.get("mlp_only_layers") or cfg.get("decoder_sparse_step")),
-                         valid="leave it out (every layer MoE after first_k_dense_replace)")
+    # the roofline prices layers by count, not by position: dense layers interleaved with MoE ones (Llama 4,
+    # decoder_sparse_step, mlp_only_layers) cost what as many dense layers first would
+    num_dense = mlps.count("dense") if experts else 0
     moe: dict[str, int] = {}
     if experts:
         width = cfg.integer("moe_intermediate_size", "intermediate_size")
@@ -161,7 +160,8 @@ def roofline_shape(data: dict, *, file: str, name: str):
     return ModelConfig(
         name=name, hf_id=str(data.get("_name_or_path") or name), num_layers=len(kinds), hidden_size=hidden,
         num_heads=heads, num_kv_heads=cfg.integer("num_key_value_heads", default=heads), head_dim=head_dim,
-        intermediate_size=cfg.integer("intermediate_size", default=moe.get("moe_intermediate_size", 0) or None),
+        intermediate_size=cfg.integer("intermediate_size_mlp", "intermediate_size",
+                                      default=moe.get("moe_intermediate_size", 0) or None),
         vocab_size=cfg.integer("vocab_size"),
         tied_embeddings=bool(cfg.get("tie_word_embeddings", data.get("tie_word_embeddings", False))),
         qk_norm=model_type.startswith("qwen3"), hybrid=hybrid, **moe, **mla)
