@@ -204,3 +204,17 @@ def test_sweep_json_records_the_scenario_and_its_hash(tmp_path):
     assert doc["command"] == "simlab sweep s.yaml" and doc["baseline"] == "dflash-3"
     assert doc["arm_kinds"]["dflash-hw"] == {"method": "dflash", "scheduler": "hardware_aware", "gamma": 5}
     assert [p["values"] for p in doc["points"]] == [{"workload.concurrency": 1}, {"workload.concurrency": 2}]
+
+
+def test_every_command_that_runs_work_checks_its_executor_options_in_one_place(tmp_path):
+    """sweep, whatif and plan refuse --workers beside --address (a running scheduler sizes itself) before anything
+    runs or is written: one check (studies.executors.check_executor_options) serves the three."""
+    path = write_scenario(tmp_path, small_sweep_scenario({"grid": {"workload.concurrency": [1]}}))
+    plan = Path(__file__).parent / "contract" / "plan.yaml"
+    out = tmp_path / "out"
+    for command in (["sweep", str(path)], ["whatif", str(path), "--sla", "p90_tpot_ms<=50", "--vary",
+                                           "workload.concurrency"], ["plan", str(plan)]):
+        code, _, stderr = run_cli(*command, "--out", str(out), "--executor", "dask", "--address", "tcp://x:1",
+                                  "--workers", "2")
+        assert code == 2 and "--workers: 2: sets the size of a LocalCluster" in stderr, (command, stderr)
+        assert not out.exists()

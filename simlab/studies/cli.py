@@ -24,13 +24,11 @@ def sweep_command(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress."),
 ) -> None:
     """Run every point of SCENARIO's sweep (a rerun skips finished points); write sweep.csv and report.html."""
-    from simlab.common.errors import InputError
+    from simlab.studies.executors import check_executor_options
     from simlab.studies.progress import default_progress
     from simlab.studies.sweep import run_sweep
 
-    if address and workers:
-        raise InputError("sets the size of a LocalCluster; a running scheduler has its own workers",
-                         field="--workers", value=workers, valid="--workers without --address, or neither")
+    check_executor_options(executor, workers=workers, address=address)
     outcome = run_sweep(scenario, out, executor=executor, workers=workers, address=address, plot=plot,
                         report=report, progress=default_progress(quiet), command=command_line())
     console = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -64,9 +62,11 @@ def whatif_command(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress and no table."),
 ) -> None:
     """Per arm, the largest load (or fewest replicas) meeting an SLA; with --at, who meets it at one load."""
+    from simlab.studies.executors import check_executor_options
     from simlab.studies.progress import default_progress
     from simlab.studies.whatif import prepare_whatif, run_whatif
 
+    check_executor_options(executor, workers=workers, address=address)
     question = prepare_whatif(scenario, sla=sla, vary=vary, at=at, low=_number(low), high=_number(high),
                               baseline=baseline, find=find, rtol=rtol)
     outcome = run_whatif(question, out, executor=executor, workers=workers, address=address, report=report,
@@ -178,13 +178,11 @@ def plan_command(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress and no table."),
 ) -> None:
     """The cheapest deployment (GPU, stack, precision, layout, replicas or P:D split, arm) meeting the plan's SLA."""
-    from simlab.common.errors import InputError
+    from simlab.studies.executors import check_executor_options
     from simlab.studies.plan import run_plan
     from simlab.studies.progress import default_progress
 
-    if address and workers:
-        raise InputError("sets the size of a LocalCluster; a running scheduler has its own workers",
-                         field="--workers", value=workers, valid="--workers without --address, or neither")
+    check_executor_options(executor, workers=workers, address=address)
     outcome = run_plan(plan_file, out, executor=executor, workers=workers, address=address, budget_s=budget_s,
                        report=report, progress=default_progress(quiet), command=command_line())
     doc = outcome.document

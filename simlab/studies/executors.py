@@ -166,15 +166,25 @@ def default_workers() -> int:
     return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
 
 
-def make_executor(name: str = "local", *, workers: Optional[int] = None, address: Optional[str] = None) -> Executor:
-    """The executor called ``name`` (``local`` or ``dask``); ``address`` is for Dask only."""
+def check_executor_options(name: str = "local", *, workers: Optional[int] = None,
+                           address: Optional[str] = None) -> None:
+    """The ``--executor``, ``--workers`` and ``--address`` a command was given, checked before it does anything
+    (every command that runs points, probes or deployments calls this)."""
     if name not in EXECUTORS:
         raise InputError("is not an executor", field="--executor", value=name, valid=", ".join(EXECUTORS))
     if workers is not None and workers < 1:
         raise InputError("must be at least 1", field="--workers", value=workers, valid="a positive integer")
+    if name == "local" and address:
+        raise InputError("is for --executor dask", field="--address", value=address,
+                         valid="--executor dask --address ADDR, or no --address")
+    if address and workers:
+        raise InputError("sets the size of a LocalCluster; a running scheduler has its own workers",
+                         field="--workers", value=workers, valid="--workers without --address, or neither")
+
+
+def make_executor(name: str = "local", *, workers: Optional[int] = None, address: Optional[str] = None) -> Executor:
+    """The executor called ``name`` (``local`` or ``dask``); ``address`` is for Dask only."""
+    check_executor_options(name, workers=workers, address=address)
     if name == "local":
-        if address:
-            raise InputError("is for --executor dask", field="--address", value=address,
-                             valid="--executor dask --address ADDR, or no --address")
         return LocalExecutor(workers or default_workers())
     return DaskExecutor(workers, address)
