@@ -102,16 +102,19 @@ def fitted_values(gpu: str, stack: str, *, file: Optional[str] = None, field: st
                    "this GPU has no calibration; use the constant efficiencies (calibration: none)")
         raise InputError(problem, file=file, field=field, value=stack, valid=", ".join(known) or "calibration: none")
     values = stack_values(entry, stack)
-    # stage 4: the stack's routed-expert kernels (one value for every GPU; 0 where the fit has none)
-    moe = (fitted.get("moe") or {}).get(stack) or {}
-    for name in MOE_PARAMETERS:
-        values[name] = float(moe.get(name, 0.0))
-    # stage 5: the stack's host time of speculative decoding (one pair for every GPU; 0 where the fit has none)
-    speculative = (fitted.get("speculative") or {}).get(stack) or {}
-    for name in SPECULATIVE_PARAMETERS:
-        values[name] = float(speculative.get(name, 0.0))
+    # stage 4: the stack's routed-expert kernels; stage 5: its host time of speculative decoding (one value for
+    # every GPU each)
+    values.update(stage_values(fitted.get("moe"), stack, MOE_PARAMETERS))
+    values.update(stage_values(fitted.get("speculative"), stack, SPECULATIVE_PARAMETERS))
     values["calibration"] = f"{gpu}/{stack}"
     return values
+
+
+def stage_values(stage: Optional[dict[str, Any]], stack: str, names: tuple[str, ...]) -> dict[str, float]:
+    """A later stage's values for ``stack`` (fitted.yaml's ``moe`` or ``speculative`` block, or the fit's own
+    before it is written): 0 where the fit has none. The one reader of those blocks."""
+    fitted = (stage or {}).get(stack) or {}
+    return {name: float(fitted.get(name, 0.0)) for name in names}
 
 
 def stack_values(entry: dict[str, Any], stack: str) -> dict[str, float]:

@@ -33,7 +33,7 @@ from simlab.hardware.calfit.replayed import Replay, fit_replayed
 from simlab.hardware.calfit.moe import stage3_params
 from simlab.hardware.calfit.serving import (ServingRecord, cost_model, decoding_users, identifiable, listed_records,
                                             observations)
-from simlab.hardware.calibration import MOE_PARAMETERS, SPECULATIVE_PARAMETERS
+from simlab.hardware.calibration import MOE_PARAMETERS, SPECULATIVE_PARAMETERS, stage_values
 from simlab.hardware.device import RooflineParams
 
 X0_US = {"spec_round_overhead_s": 300.0, "draft_forward_overhead_s": 30.0}
@@ -57,8 +57,7 @@ def host_time_names(records: list[ServingRecord]) -> tuple[str, ...]:
 
 def stage4_params(gpus: dict[str, Any], moe: dict[str, Any], gpu: str, stack: str) -> RooflineParams:
     """The parameters a calibrated roofline of ``stack`` on ``gpu`` takes from stages 1-4."""
-    fitted = (moe or {}).get(stack) or {}
-    return replace(stage3_params(gpus, gpu, stack), **{name: float(fitted.get(name, 0.0)) for name in MOE_PARAMETERS})
+    return replace(stage3_params(gpus, gpu, stack), **stage_values(moe, stack, MOE_PARAMETERS))
 
 
 def predict_speculative(record: ServingRecord, params: RooflineParams) -> dict[str, float]:
