@@ -5,6 +5,7 @@ hw_profiles/calibration/engine_measurements.csv on a dense target whose GPU has 
 band of users. The four gpustack vLLM Qwen3-8B H100 runs at 1-8 users are the ones the engine's time was fitted on.
 
     python scripts/operations_error.py          # prints the table (seconds)
+    python scripts/operations_error.py --gain   # speculation's gain on the operation model (a few minutes)
 """
 
 from __future__ import annotations
@@ -60,5 +61,58 @@ def main() -> int:
     return 0
 
 
-if __name__ == "__main__":
+if __name__ == "__main__" and "--gain" not in sys.argv:
     sys.exit(main())
+
+
+def gain_rows():
+    """Speculation's gain (output throughput with / without) on the operation model, for every pair of
+    gain_check.py on a dense target whose GPU has curves: (role, users band, measured, operations, roofline)."""
+    from simlab.hardware.kernel_curves import curves_file
+    from simlab.hardware.specs import get_model
+    from simlab.runner import run_scenario
+    from simlab.studies.gain_check import (LoadRecord, load_scenario, pairs, read_load_records,
+                                           simulate_load_record)
+    from simlab.studies.profile_check import fitted_ids, load_records, simulate_record
+
+    def on_operations(record) -> float:
+        hardware = {"kind": "operations", "gpu": record.gpu, "model": record.model,
+                    "tensor_parallel": record.tensor_parallel,
+                    "precision": record.precision if record.precision in ("bf16", "fp8") else "bf16"}
+        if isinstance(record, LoadRecord):
+            scenario = {**load_scenario(record), "hardware": hardware}
+            return float(next(iter(run_scenario(scenario, plot=False).arms.values()))["output_throughput"])
+        return float(simulate_record(record, hardware)["output_throughput_tok_s"])
+
+    used = fitted_ids()
+    rows = []
+    for _, spec, base in pairs(load_records() + read_load_records()[0]):
+        if (get_model(spec.model).is_moe or not curves_file(spec.gpu).is_file()
+                or spec.precision not in ("bf16", "fp8") or getattr(spec, "tree_topk", None)):
+            continue
+        measured = spec.output_throughput_tok_s / base.output_throughput_tok_s
+        ops = on_operations(spec) / on_operations(base)
+        roofline = simulate_load_record(spec) / simulate_load_record(base)
+        role = "fitted" if spec.id in used or base.id in used else "held out"
+        rows.append((role, band(spec.concurrency), measured, ops, roofline))
+        print(f"{role:8} {spec.id[:60]:60} users {spec.concurrency:4} gain {measured:5.2f} ops {ops:5.2f} "
+              f"roofline {roofline:5.2f}", flush=True)
+    print("\n| role | users | pairs | operations gain error | signs agree | roofline gain error | signs agree |")
+    print("|---|---|---|---|---|---|---|")
+    for role in ("fitted", "held out"):
+        for users in ("1", "2-31", "32-127", "128+"):
+            group = [(m, o, r) for ro, b, m, o, r in rows if ro == role and b == users]
+            if not group:
+                continue
+
+            def cell(i: int) -> str:
+                errors = [abs(g[i] / g[0] - 1.0) for g in group]
+                decided = [g for g in group if g[0] < 0.9 or g[0] > 1.1]
+                agree = sum((g[i] > 1.0) == (g[0] > 1.0) for g in decided)
+                return f"{np.median(errors):.1%} ({max(errors):.1%}) | {agree} of {len(decided)}"
+
+            print(f"| {role} | {users} | {len(group)} | {cell(1)} | {cell(2)} |")
+
+
+if __name__ == "__main__" and "--gain" in sys.argv:
+    gain_rows()

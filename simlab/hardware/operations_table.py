@@ -65,7 +65,9 @@ def table_config(cfg: OperationsHardware, file: Optional[str] = None) -> TableHa
                     "engine_overhead": {"step_overhead_s": step_s, "request_overhead_s": request_s,
                                         "from": "the scenario" if cfg.step_overhead_s is not None
                                         else "fitted on gpustack's vLLM v0.11.0 Qwen3-8B H100 runs at 1-8 users"},
-                    "drafter": "the roofline's drafter costs", "kv_cache_tokens": "the roofline's",
+                    "drafter": "the roofline's drafter costs: speculation's gain on this model is 20-30 % low "
+                               "on public runs (docs/operations.md); use the roofline for speculative arms",
+                    "kv_cache_tokens": "the roofline's",
                     "cell": "decode_step GPU time (B sequences of C / B tokens) + step + B x request overhead"})
 
 
