@@ -23,6 +23,15 @@ def band(users: int) -> str:
     return "1" if users == 1 else "2-31" if users < 32 else "32-127" if users < 128 else "128+"
 
 
+def by_band(rows: list[tuple]):
+    """(role, users band, the rest of each row) per non-empty group of rows (role, band, ...)."""
+    for role in ("fitted", "held out"):
+        for users in ("1", "2-31", "32-127", "128+"):
+            group = [row[2:] for row in rows if row[0] == role and row[1] == users]
+            if group:
+                yield role, users, group
+
+
 def main() -> int:
     from simlab.hardware.kernel_curves import curves_file
     from simlab.hardware.specs import get_model
@@ -46,18 +55,13 @@ def main() -> int:
               f"ops {ops['mean_tpot_ms']:7.2f} roofline {roofline['mean_tpot_ms']:7.2f}", flush=True)
     print("\n| role | users | runs | ops TPOT | roofline TPOT | ops throughput | roofline throughput |")
     print("|---|---|---|---|---|---|---|")
-    for role in ("fitted", "held out"):
-        for users in ("1", "2-31", "32-127", "128+"):
-            group = [e for r, b, _, _, e in rows if r == role and b == users]
-            if not group:
-                continue
+    for role, users, group in by_band(rows):
+        def cell(key: str) -> str:
+            values = [row[2][key] for row in group]
+            return f"{np.median(values):.1%} ({max(values):.1%})"
 
-            def cell(key: str) -> str:
-                values = [e[key] for e in group]
-                return f"{np.median(values):.1%} ({max(values):.1%})"
-
-            print(f"| {role} | {users} | {len(group)} | {cell('ops_mean_tpot_ms')} | {cell('roofline_mean_tpot_ms')} | "
-                  f"{cell('ops_output_throughput_tok_s')} | {cell('roofline_output_throughput_tok_s')} |")
+        print(f"| {role} | {users} | {len(group)} | {cell('ops_mean_tpot_ms')} | {cell('roofline_mean_tpot_ms')} | "
+              f"{cell('ops_output_throughput_tok_s')} | {cell('roofline_output_throughput_tok_s')} |")
     return 0
 
 
@@ -99,19 +103,14 @@ def gain_rows():
               f"roofline {roofline:5.2f}", flush=True)
     print("\n| role | users | pairs | operations gain error | signs agree | roofline gain error | signs agree |")
     print("|---|---|---|---|---|---|---|")
-    for role in ("fitted", "held out"):
-        for users in ("1", "2-31", "32-127", "128+"):
-            group = [(m, o, r) for ro, b, m, o, r in rows if ro == role and b == users]
-            if not group:
-                continue
+    for role, users, group in by_band(rows):
+        def gain_cell(i: int) -> str:
+            errors = [abs(g[i] / g[0] - 1.0) for g in group]
+            decided = [g for g in group if g[0] < 0.9 or g[0] > 1.1]
+            agree = sum((g[i] > 1.0) == (g[0] > 1.0) for g in decided)
+            return f"{np.median(errors):.1%} ({max(errors):.1%}) | {agree} of {len(decided)}"
 
-            def cell(i: int) -> str:
-                errors = [abs(g[i] / g[0] - 1.0) for g in group]
-                decided = [g for g in group if g[0] < 0.9 or g[0] > 1.1]
-                agree = sum((g[i] > 1.0) == (g[0] > 1.0) for g in decided)
-                return f"{np.median(errors):.1%} ({max(errors):.1%}) | {agree} of {len(decided)}"
-
-            print(f"| {role} | {users} | {len(group)} | {cell(1)} | {cell(2)} |")
+        print(f"| {role} | {users} | {len(group)} | {gain_cell(1)} | {gain_cell(2)} |")
 
 
 if __name__ == "__main__" and "--gain" in sys.argv:
