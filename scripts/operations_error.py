@@ -43,7 +43,8 @@ def main() -> int:
                 or not curves_file(record.gpu).is_file() or record.mean_tpot_ms is None):
             continue
         operations = {"kind": "operations", "gpu": record.gpu, "model": record.model,
-                      "tensor_parallel": record.tensor_parallel, "precision": record.precision}
+                      "tensor_parallel": record.tensor_parallel, "precision": record.precision,
+                      "stack": record.engine}
         ops, roofline = simulate_record(record, operations), simulate_record(record)
         role = "fitted" if record.id.startswith(FITTED_PREFIX) else "held out"
         errors = {f"{name}_{metric}": abs(result[metric] / measured - 1.0)
@@ -81,7 +82,7 @@ def gain_rows():
 
     def on_operations(record) -> float:
         hardware = {"kind": "operations", "gpu": record.gpu, "model": record.model,
-                    "tensor_parallel": record.tensor_parallel,
+                    "tensor_parallel": record.tensor_parallel, "stack": record.engine,
                     "precision": record.precision if record.precision in ("bf16", "fp8") else "bf16"}
         if isinstance(record, LoadRecord):
             scenario = {**load_scenario(record), "hardware": hardware}

@@ -130,6 +130,11 @@ def test_kind_operations_tabulates_the_operations_and_the_engines_time(tmp_path)
                            base_dir=tmp_path, file=tmp_path / "s.yaml")
     assert own.verify_s(batch, float(context), batch) == pytest.approx(gpu_s, rel=1e-9)
     assert cost.kv_cache_tokens() > 0 and cost.draft_s("dspark", 7, 8) > 0  # the roofline's, same GPU and model
+    from simlab.hardware.roofline_tables import roofline_for
+
+    roofline = roofline_for("h100-sxm", "qwen3-8b", "vllm", 1)
+    for gamma in (1, 3, 5):  # an autoregressive round costs what the roofline's does, whatever its length
+        assert cost.draft_s("eagle3", gamma, 8) == pytest.approx(roofline.draft_s("eagle3", gamma, 8), rel=1e-9)
     scenario = tmp_path / "s.yaml"
     scenario.write_text("""name: ops
 workload: {kind: closed_loop, concurrency: 4, num_requests: 16, prompt_tokens: {dist: constant, value: 256},

@@ -77,6 +77,8 @@ class DraftTable(StrictModel):
     autoregressive: Optional[CostCurve] = None
     parallel: Optional[CostCurve] = None
     sequential_head: Optional[CostCurve] = None
+    # once per round of an autoregressive drafter, beside its steps (by requests): the engine's round overhead
+    autoregressive_round: Optional[CostCurve] = None
 
 
 class PrefillTable(StrictModel):
@@ -196,6 +198,7 @@ class OperationsHardware(StrictModel, frozen=True):
     model: str
     tensor_parallel: PositiveInt = Field(default=1, le=64)
     precision: Literal["bf16", "fp8"] = "bf16"
+    stack: Literal["vllm", "sglang", "trtllm", "eager"] = "vllm"  # whose roofline drafters and KV capacity
     step_overhead_s: Optional[NonNegativeFloat] = None
     request_overhead_s: Optional[NonNegativeFloat] = None
 

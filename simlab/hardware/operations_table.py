@@ -4,8 +4,8 @@ so that the compiled engine path runs unchanged (docs/operations.md).
 
 A verify cell at B batch tokens and C total context tokens is the GPU time of B decode sequences of C / B tokens
 each, plus ``step_overhead_s`` and ``request_overhead_s`` x B; prefill is the per-token GPU time of one 1,024-token
-prompt. The drafter curves and the KV capacity are the calibrated roofline's for the same GPU, model and TP
-(simlab.hardware.roofline_tables), as for ``kind: aiconfigurator``.
+prompt. The drafter curves and the KV capacity are the calibrated roofline's for the same GPU, model, TP and
+``stack`` (simlab.hardware.roofline_tables), as for ``kind: aiconfigurator``.
 
 The engine's own time left out of the scenario is :data:`ENGINE_OVERHEAD`'s: fitted on the four vLLM v0.11.0 runs
 of Qwen3-8B on one H100 at 1-8 users (gpustack perf lab, ShareGPT 233/221 tokens) as what the operations' GPU time
@@ -55,7 +55,7 @@ def table_config(cfg: OperationsHardware, file: Optional[str] = None) -> TableHa
     rows = [[cell(b, c) for b in BATCH_TOKENS] for c in CONTEXT_TOKENS]
     prefill_s = price(prefill_operations(model, prompt_tokens=PREFILL_PROMPT_TOKENS, tensor_parallel=tp,
                                          precision=cfg.precision), curves)["total"]
-    roofline = roofline_for(_absolute(cfg.gpu, file), _absolute(cfg.model, file), "vllm", tp)
+    roofline = roofline_for(_absolute(cfg.gpu, file), _absolute(cfg.model, file), cfg.stack, tp)
     return TableHardware(
         kind="table", name=f"operations:{gpu.name}_{file_label(model.name)}_{cfg.precision}_tp{tp}",
         verify={"batch_tokens": list(BATCH_TOKENS), "context_tokens": list(CONTEXT_TOKENS), "step_s": rows},
@@ -65,8 +65,7 @@ def table_config(cfg: OperationsHardware, file: Optional[str] = None) -> TableHa
                     "engine_overhead": {"step_overhead_s": step_s, "request_overhead_s": request_s,
                                         "from": "the scenario" if cfg.step_overhead_s is not None
                                         else "fitted on gpustack's vLLM v0.11.0 Qwen3-8B H100 runs at 1-8 users"},
-                    "drafter": "the roofline's drafter costs: speculation's gain on this model is 20-30 % low "
-                               "on public runs (docs/operations.md); use the roofline for speculative arms",
+                    "drafter": "the roofline's drafter costs (same GPU, model, TP and stack)",
                     "kv_cache_tokens": "the roofline's",
                     "cell": "decode_step GPU time (B sequences of C / B tokens) + step + B x request overhead"})
 

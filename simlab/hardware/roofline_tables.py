@@ -25,16 +25,21 @@ def roofline_for(gpu: str, model: str, stack: str, tensor_parallel: int):
 
 
 def drafter_curves(roofline) -> dict:
-    """Drafter cost curves from ``roofline``: the autoregressive step (eagle3, one token), the parallel block
-    (dflash, over its tokens), the sequential head (dspark less dflash); empty without a roofline."""
+    """Drafter cost curves from ``roofline``: the autoregressive step (eagle3's second step less its first) and
+    what its round costs once beside its steps (its first step less one step), the parallel block (dflash, over
+    its tokens), the sequential head (dspark less dflash); empty without a roofline. So a table's eagle3 round of
+    any length costs what the roofline's does."""
     if roofline is None:
         return {}
     points = list(DRAFT_BATCH_TOKENS)
-    auto = [roofline.draft_s("eagle3", 1, n) for n in points]
+    one = [roofline.draft_s("eagle3", 1, n) for n in points]
+    auto = [max(0.0, roofline.draft_s("eagle3", 2, n) - first) for n, first in zip(points, one)]
+    round_s = [max(0.0, first - step) for first, step in zip(one, auto)]
     parallel = [roofline.draft_s("dflash", 1, n) for n in points]
     head = [max(0.0, roofline.draft_s("dspark", 1, n) - roofline.draft_s("dflash", 1, n)) for n in points]
     return {name: {"batch_tokens": points, "step_s": curve}
-            for name, curve in (("autoregressive", auto), ("parallel", parallel), ("sequential_head", head))}
+            for name, curve in (("autoregressive", auto), ("autoregressive_round", round_s), ("parallel", parallel),
+                                ("sequential_head", head))}
 
 
 def kv_tokens(roofline) -> Optional[int]:

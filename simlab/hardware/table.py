@@ -55,6 +55,7 @@ class TableCostModel(CostModel):
         else:
             self._grid = Grid(verify.context_tokens, verify.batch_tokens, verify.step_s)  # type: ignore[arg-type]
         self._autoregressive = _draft_curve(cfg.draft.autoregressive)
+        self._autoregressive_round = _draft_curve(cfg.draft.autoregressive_round)
         self._parallel = _draft_curve(cfg.draft.parallel)
         self._sequential_head = _draft_curve(cfg.draft.sequential_head)
         self._prefill_per_token_s = float(cfg.prefill.per_token_s)
@@ -109,7 +110,7 @@ class TableCostModel(CostModel):
             check_method(method)
             return 0.0
         if method in ("eagle3", "mtp"):
-            return gamma * self._autoregressive.at(num_requests)
+            return gamma * self._autoregressive.at(num_requests) + self._autoregressive_round.at(num_requests)
         if method == "dflash":
             return self._parallel.at(num_requests * gamma)
         if method == "dspark":
@@ -126,7 +127,8 @@ class TableCostModel(CostModel):
         if num_requests <= 0 or depth <= 0:
             return 0.0
         first = self._autoregressive.at(num_requests)
-        return float(first + (depth - 1) * self._autoregressive.at(num_requests * topk))
+        return float(first + (depth - 1) * self._autoregressive.at(num_requests * topk)
+                     + self._autoregressive_round.at(num_requests))
 
     def _roofline_source(self):
         """(model, tensor parallelism, its roofline parameters) of the roofline a profile was derived from (its

@@ -46,7 +46,7 @@ class Layout:
     @property
     def hardware(self) -> dict:
         if self.cost_model == "operations":
-            return {"kind": "operations", "gpu": self.gpu, "model": self.model,
+            return {"kind": "operations", "gpu": self.gpu, "model": self.model, "stack": self.stack,
                     "tensor_parallel": self.tensor_parallel, "precision": self.precision}
         return {"kind": "roofline", "gpu": self.gpu, "model": self.model, "stack": self.stack,
                 "precision": self.precision, "tensor_parallel": self.tensor_parallel,
