@@ -117,6 +117,12 @@ def test_profiles_model_prints_the_contracts_keys():
     assert code == 0 and "8.03 B in all" in stdout and "131,072 bytes" in stdout
     code, stdout, _ = run_cli("profiles", "model", "qwen3-8b")
     assert code == 0 and "36 full_attention" in stdout
+    assert "kind: roofline   yes" in stdout and "kind: operations yes" in stdout
+    code, stdout, _ = run_cli("profiles", "model", str(FIXTURES / "nemotron-h-56b-base-8k"), "--json")
+    priced = json.loads(stdout)["priced_by"]
+    assert code == 0 and priced["roofline"].startswith("no: ") and "hybrid_override_pattern" in priced["roofline"]
+    assert json.loads(run_cli("profiles", "model", "deepseek-v3", "--json")[1])["priced_by"] == {
+        "roofline": "yes", "operations": "no: MLA and compressed attention are not operations yet (docs/operations.md)"}
 
 
 def _config(tmp_path, **changes) -> Path:

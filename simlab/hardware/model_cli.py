@@ -32,6 +32,27 @@ def describe_model(text: str):
     return describe_config(catalogue_config(model), file=f"catalogue:{model.name}", name=model.name)
 
 
+def pricing(text: str) -> dict[str, str]:
+    """Which cost models price the model (``yes``), or why not: the roofline (``kind: roofline``) and the operation
+    model (``kind: operations``, docs/operations.md)."""
+    from simlab.common.errors import InputError
+    from simlab.hardware.hf_config import find_config_file, read_config_file
+    from simlab.hardware.model_description import roofline_shape
+    from simlab.hardware.specs import get_model
+
+    path = find_config_file(text, Path.cwd())
+    try:
+        shape = (roofline_shape(read_config_file(path), file=str(path), name=str(path)) if path is not None
+                 else get_model(text, field="model"))
+    except InputError as err:
+        reason = f"no: {err.problem.split(' (`simlab profiles model`')[0]} ({err.field})"
+        return {"roofline": reason, "operations": reason}
+    operations = "yes"
+    if shape.is_mla or shape.compressed is not None:
+        operations = "no: MLA and compressed attention are not operations yet (docs/operations.md)"
+    return {"roofline": "yes", "operations": operations}
+
+
 def model_command(
     model: str = typer.Argument(..., help=MODEL_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object (the fields of docs/models.md)."),
@@ -39,8 +60,9 @@ def model_command(
     """What a model's config declares: parameters (total, active), weight bytes, KV bytes per token of context,
     the state each request holds whatever its length, and its layers by kind."""
     described = describe_model(model)
+    priced = pricing(model)
     if as_json:
-        typer.echo(json.dumps(described.as_dict(), indent=2))
+        typer.echo(json.dumps({**described.as_dict(), "priced_by": priced}, indent=2))
         return
     d = described
     lines = [f"{d.name} ({d.model_type}; {d.source})",
@@ -54,4 +76,5 @@ def model_command(
              "  layers           " + ", ".join(f"{n} {k}" for k, n in d.layers.items()),
              "  MLPs             " + ", ".join(f"{n} {k}" for k, n in d.mlp_layers.items())]
     lines += [f"  note             {n}" for n in d.notes]
+    lines += [f"  kind: roofline   {priced['roofline']}", f"  kind: operations {priced['operations']}"]
     typer.echo("\n".join(lines))

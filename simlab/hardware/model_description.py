@@ -122,7 +122,7 @@ def roofline_shape(data: dict, *, file: str, name: str):
         fields = ("hybrid_override_pattern", "layers_block_type", "layer_types", "full_attention_interval",
                   "sliding_window_pattern", "sliding_window", "kv_lora_rank")
         declared = next((f for f in fields if cfg.has(f)), "num_hidden_layers")
-        counts = ", ".join(f"{kinds.count(k)} {k}" for k in sorted(set(kinds)))
+        counts = ", ".join(f"{kinds.count(k)} {k}" for k in sorted(set(kinds) - {"none"}))
         raise InputError(f"the roofline cannot price this layer mix ({counts}): it prices full-attention or MLA "
                          "layers, with window and linear-attention layers beside full attention "
                          "(`simlab profiles model` describes it; see docs/models.md)", file=file,
