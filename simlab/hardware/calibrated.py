@@ -120,9 +120,10 @@ class CalibratedRooflineCostModel(RooflineCostModel):
         entries = self._capped_entries(c / requests)
         kv_s = self._kv_token_s * c + self._capped_entry_s * entries * requests
         flop_s = self._attn_pair_s * (b / requests) * c + self._capped_flop_s * entries * b
-        if self._state_entries:  # a hybrid model's states: read per request, written per query, updated per query
-            kv_s = kv_s + self._capped_entry_s * self._state_entries * (requests + b)
-            flop_s = flop_s + self._capped_flop_s * self._state_flop_entries * b
+        if self._state_entries:  # a hybrid model's states (RooflineCostModel._state_s)
+            state_kv_s, state_flop_s = self._state_s(b, requests)
+            kv_s = kv_s + state_kv_s
+            flop_s = flop_s + state_flop_s
         if isinstance(kv_s, np.ndarray):
             return np.where(c > 0.0, knee_array(kv_s, flop_s, self._width), 0.0)
         return knee(kv_s, flop_s, self._width) if c > 0.0 else 0.0

@@ -20,7 +20,8 @@ STATE_DTYPE_BYTES = {"float32": FP32_BYTES, "fp32": FP32_BYTES, "bfloat16": BF16
                      "auto": BF16_BYTES}
 
 
-def _model_type(cfg: ConfigReader) -> str:
+def config_model_type(cfg: ConfigReader) -> str:
+    """The config's model_type (its text model's, else the wrapper's), lower case."""
     return str(cfg.get("model_type", cfg.outer.get("model_type", ""))).lower()
 
 
@@ -112,7 +113,7 @@ def _attention(cfg: ConfigReader, kind: str, hidden: int) -> LayerCounts:
     heads = cfg.integer("num_attention_heads", "n_head")
     kv_heads = cfg.integer("num_key_value_heads", default=heads)
     head_dim = cfg.integer("head_dim", default=hidden // heads)
-    model_type = _model_type(cfg)
+    model_type = config_model_type(cfg)
     q_out = heads * head_dim * (2 if model_type in GATED_OUTPUT_TYPES else 1)  # gated output: q and its gate
     params = hidden * q_out + 2 * hidden * kv_heads * head_dim + heads * head_dim * hidden
     if cfg.get("attention_bias", model_type == "gpt_oss"):
@@ -186,7 +187,7 @@ def _mamba(cfg: ConfigReader, hidden: int) -> LayerCounts:
 def _matrices(cfg: ConfigReader) -> int:
     """Weight matrices of an MLP: 2 for squared-ReLU MLPs (Nemotron-H, no gate), else 3 (gate, up, down)."""
     relu2 = str(cfg.get("mlp_hidden_act", cfg.get("hidden_act", ""))).lower() == "relu2"
-    return 2 if relu2 or _model_type(cfg) == "nemotron_h" else 3
+    return 2 if relu2 or config_model_type(cfg) == "nemotron_h" else 3
 
 
 def _expert_width(cfg: ConfigReader, hidden: int) -> int:
@@ -199,7 +200,7 @@ def _expert_params(cfg: ConfigReader, hidden: int) -> int:
     """One routed expert (gpt-oss's with its biases)."""
     width = cfg.integer("moe_intermediate_size", "intermediate_size")
     return (_matrices(cfg) * _expert_width(cfg, hidden) * width
-            + (2 * width + hidden if _model_type(cfg) == "gpt_oss" else 0))
+            + (2 * width + hidden if config_model_type(cfg) == "gpt_oss" else 0))
 
 
 def state_flops_per_token(cfg: ConfigReader, kind: str) -> int:
@@ -217,9 +218,16 @@ def state_flops_per_token(cfg: ConfigReader, kind: str) -> int:
     return 0
 
 
+def shared_expert_count(cfg: ConfigReader) -> int:
+    """The shared experts of an MoE layer as the config declares them (Llama 4: one, whatever it says)."""
+    if config_model_type(cfg).startswith("llama4"):
+        return 1
+    return cfg.integer("n_shared_experts", "num_shared_experts", default=0, minimum=0)
+
+
 def _mlp(cfg: ConfigReader, kind: str, hidden: int) -> tuple[int, int]:
     """(parameters, parameters one token uses) of a layer's MLP."""
-    model_type = _model_type(cfg)
+    model_type = config_model_type(cfg)
     matrices = _matrices(cfg)
     if kind == "none":
         return 0, 0
@@ -234,9 +242,7 @@ def _mlp(cfg: ConfigReader, kind: str, hidden: int) -> tuple[int, int]:
     latent = _expert_width(cfg, hidden)
     if latent != hidden:
         router += 2 * hidden * latent  # into the latent and back
-    shared_experts = cfg.integer("n_shared_experts", "num_shared_experts", default=0, minimum=0)
-    if model_type.startswith("llama4"):
-        shared_experts = 1  # Llama 4: one shared expert in every MoE layer
+    shared_experts = shared_expert_count(cfg)
     shared_width = cfg.integer("moe_shared_expert_intermediate_size", "moe_intermediate_size", "intermediate_size")
     if cfg.has("moe_shared_expert_intermediate_size"):  # Nemotron 3: the shared experts' own width
         shared_experts = max(shared_experts, 1)
@@ -260,7 +266,7 @@ def layer_counts(cfg: ConfigReader, kind: str, mlp: str) -> LayerCounts:
     else:
         mixer = LayerCounts(0, 0, 0)
     mlp_params, mlp_active = _mlp(cfg, mlp, hidden)
-    model_type = _model_type(cfg)
+    model_type = config_model_type(cfg)
     norms = hidden if model_type == "nemotron_h" else (4 if model_type.startswith("gemma") else 2) * hidden
     return LayerCounts(mixer.mixer_params + norms, mlp_params, mlp_active, mixer.kv_bytes_per_token,
                        mixer.state_bytes_per_request)

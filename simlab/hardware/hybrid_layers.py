@@ -48,3 +48,12 @@ class HybridLayers:
         roofline)."""
         del num_layers
         return self.num_window_layers * self.window_tokens * entry
+
+    def calibration_note(self) -> str:
+        """What a run on a hybrid model says of its error: no engine run of its class was compared."""
+        mix = ", ".join(f"{n} {kind}" for n, kind in ((self.num_full_layers, "full-attention"),
+                                                      (self.num_window_layers, "window"),
+                                                      (self.num_state_layers, "linear-attention")) if n)
+        return (f"a hybrid target ({mix} layers): no engine run of a hybrid model was compared, so its error is "
+                "not stated; the nearest calibrated class is the dense targets' (engine_error.yaml, gain_error.yaml; "
+                "docs/models.md)")

@@ -79,10 +79,8 @@ def curves_file(gpu_name: str) -> Path:
 def load_curves(gpu, tensor_parallel: int = 1) -> KernelCurves:
     """The curves for ``gpu`` (a :class:`~simlab.hardware.gpu_files.GpuSpec`): its own file, else its
     ``calibrated_like`` GPU's, else the H100's, applied to its own datasheet figures."""
-    for name in (gpu.name, gpu.calibrated_like, DEFAULT_CURVES_GPU):
-        if name and curves_file(name).is_file():
-            data = read_yaml(curves_file(name), what="kernel curves")
-            break
+    name = next(n for n in (gpu.name, gpu.calibrated_like, DEFAULT_CURVES_GPU) if n and curves_file(n).is_file())
+    data = read_yaml(curves_file(name), what="kernel curves")
     gemm, decode, prefill = data["gemm"], data["attention"]["decode"], data["attention"]["prefill"]
     fp8 = data.get("gemm_fp8") or {}
     return KernelCurves(

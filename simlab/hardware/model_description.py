@@ -21,8 +21,9 @@ from typing import Any, Optional
 
 from simlab.common.errors import InputError
 from simlab.hardware.hf_config import CHUNKED, FULL, LINEAR, MAMBA, MLA, SLIDING, ConfigReader, read_config_file
-from simlab.hardware.hf_layers import (layer_counts, layer_kinds, mlp_kinds, mtp_params, num_experts, quantization,
-                                       routed_expert_params, state_flops_per_token)
+from simlab.hardware.hf_layers import (config_model_type, layer_counts, layer_kinds, mlp_kinds, mtp_params,
+                                       num_experts, quantization, routed_expert_params, shared_expert_count,
+                                       state_flops_per_token)
 from simlab.hardware.hybrid_layers import HybridLayers
 from simlab.hardware.model_shape import ModelConfig
 
@@ -140,9 +141,7 @@ def roofline_shape(data: dict, *, file: str, name: str):
     moe: dict[str, int] = {}
     if experts:
         width = cfg.integer("moe_intermediate_size", "intermediate_size")
-        shared = cfg.integer("n_shared_experts", "num_shared_experts", default=0, minimum=0)
-        if str(cfg.get("model_type", "")).lower().startswith("llama4"):
-            shared = 1  # Llama 4: one shared expert in every MoE layer
+        shared = shared_expert_count(cfg)
         if cfg.get("shared_expert_intermediate_size"):
             shared += cfg.integer("shared_expert_intermediate_size") // width
         moe = dict(num_experts=experts, experts_per_token=cfg.integer("num_experts_per_tok", "experts_per_token",
@@ -156,7 +155,6 @@ def roofline_shape(data: dict, *, file: str, name: str):
         head_dim = cfg.integer("qk_nope_head_dim")
     else:
         head_dim = cfg.integer("head_dim", default=hidden // heads)
-    model_type = str(cfg.get("model_type", data.get("model_type", ""))).lower()
     return ModelConfig(
         name=name, hf_id=str(data.get("_name_or_path") or name), num_layers=len(kinds), hidden_size=hidden,
         num_heads=heads, num_kv_heads=cfg.integer("num_key_value_heads", default=heads), head_dim=head_dim,
@@ -164,7 +162,7 @@ def roofline_shape(data: dict, *, file: str, name: str):
                                       default=moe.get("moe_intermediate_size", 0) or None),
         vocab_size=cfg.integer("vocab_size"),
         tied_embeddings=bool(cfg.get("tie_word_embeddings", data.get("tie_word_embeddings", False))),
-        qk_norm=model_type.startswith("qwen3"), hybrid=hybrid, **moe, **mla)
+        qk_norm=config_model_type(cfg).startswith("qwen3"), hybrid=hybrid, **moe, **mla)
 
 
 def hybrid_layers(cfg: ConfigReader, kinds: list[str]) -> HybridLayers:
@@ -172,7 +170,7 @@ def hybrid_layers(cfg: ConfigReader, kinds: list[str]) -> HybridLayers:
     hidden = cfg.integer("hidden_size", "d_model")
     heads = cfg.integer("num_attention_heads")
     head_dim = cfg.integer("head_dim", default=hidden // heads)
-    qk_norm = str(cfg.get("model_type", cfg.outer.get("model_type", ""))).lower().startswith("qwen3")
+    qk_norm = config_model_type(cfg).startswith("qwen3")
     norms = 2 * hidden + (2 * head_dim if qk_norm else 0)  # what ModelConfig counts per layer beside the mixer
     window_kinds = [k for k in kinds if k in (SLIDING, CHUNKED)]
     state_kinds = [k for k in kinds if k in (LINEAR, MAMBA)]

@@ -33,7 +33,7 @@ def table_config(cfg: OperationsHardware, file: Optional[str] = None) -> TableHa
     from simlab.hardware.kernel_curves import load_curves
     from simlab.hardware.operations import decode_operations, prefill_operations, price
     from simlab.hardware.roofline_tables import drafter_curves, kv_tokens, roofline_for
-    from simlab.hardware.specs import file_label, get_gpu, get_model
+    from simlab.hardware.specs import file_label, get_gpu, get_model, gpu_reference
 
     gpu = get_gpu(cfg.gpu, file=file, field="hardware.gpu")
     model = get_model(cfg.model, file=file, field="hardware.model")
@@ -55,7 +55,7 @@ def table_config(cfg: OperationsHardware, file: Optional[str] = None) -> TableHa
     rows = [[cell(b, c) for b in BATCH_TOKENS] for c in CONTEXT_TOKENS]
     prefill_s = price(prefill_operations(model, prompt_tokens=PREFILL_PROMPT_TOKENS, tensor_parallel=tp,
                                          precision=cfg.precision), curves)["total"]
-    roofline = roofline_for(_absolute(cfg.gpu, file), _absolute(cfg.model, file), cfg.stack, tp)
+    roofline = roofline_for(gpu_reference(gpu), model.name, cfg.stack, tp)  # a config's model is named by its path
     return TableHardware(
         kind="table", name=f"operations:{gpu.name}_{file_label(model.name)}_{cfg.precision}_tp{tp}",
         verify={"batch_tokens": list(BATCH_TOKENS), "context_tokens": list(CONTEXT_TOKENS), "step_s": rows},
@@ -68,16 +68,6 @@ def table_config(cfg: OperationsHardware, file: Optional[str] = None) -> TableHa
                     "drafter": "the roofline's drafter costs (same GPU, model, TP and stack)",
                     "kv_cache_tokens": "the roofline's",
                     "cell": "decode_step GPU time (B sequences of C / B tokens) + step + B x request overhead"})
-
-
-def _absolute(text: str, file: Optional[str]) -> str:
-    """A GPU or model that names a file, as an absolute path (so that the roofline finds it from anywhere)."""
-    from pathlib import Path
-
-    if file is None or ("/" not in text and "\\" not in text):
-        return text
-    path = Path(text).expanduser()
-    return str(path if path.is_absolute() else (Path(file).parent / path).resolve())
 
 
 def build_operations(cfg: OperationsHardware, *, file: Optional[str] = None) -> TableCostModel:

@@ -51,17 +51,6 @@ def target_kernels(model: ModelConfig) -> int:
     return model.num_layers * LAYER_KERNELS + LM_HEAD_KERNELS + SAMPLING_KERNELS
 
 
-def hybrid_note(model: ModelConfig) -> str:
-    """What a run on a hybrid model says of its error: no engine run of its class was compared."""
-    h = model.hybrid
-    mix = ", ".join(f"{n} {kind}" for n, kind in ((h.num_full_layers, "full-attention"),
-                                                  (h.num_window_layers, "window"),
-                                                  (h.num_state_layers, "linear-attention")) if n)
-    return (f"a hybrid target ({mix} layers): no engine run of a hybrid model was compared, so its error is not "
-            "stated; the nearest calibrated class is the dense targets' (engine_error.yaml, gain_error.yaml; "
-            "docs/models.md)")
-
-
 class RooflineCostModel(CostModel):
     """A :class:`CostModel` computed from first principles with constant efficiencies (``calibration: none``);
     all coefficients precomputed at construction. :class:`~simlab.hardware.calibrated.CalibratedRooflineCostModel`
@@ -295,8 +284,9 @@ class RooflineCostModel(CostModel):
             memory += self._capped_entry_s * entries * r
             compute += self._capped_flop_s * (entries * d + self._prefill_capped_entries(p, pairs) * p / efficiency)
             if self._state_entries and r > 0 and d > 0:
-                memory += self._capped_entry_s * self._state_entries * (r + d)
-                compute += self._capped_flop_s * self._state_flop_entries * d
+                state_memory, state_compute = self._state_s(d, r)
+                memory += state_memory
+                compute += state_compute
         if self._routed:
             memory += self._routed_read_s * float(self.routed_share(routed))
             compute += (self._routed_token_s * (routed - prefill_tokens)
@@ -319,17 +309,23 @@ class RooflineCostModel(CostModel):
         memory = self._capped_entry_s * entries * requests
         compute = self._capped_flop_s * entries * b
         if self._state_entries:
-            memory = memory + self._capped_entry_s * self._state_entries * (requests + b)
-            compute = compute + self._capped_flop_s * self._state_flop_entries * b
+            state_memory, state_compute = self._state_s(b, requests)
+            memory = memory + state_memory
+            compute = compute + state_compute
         return memory, compute
+
+    def _state_s(self, b: ArrayOrFloat, requests: ArrayOrFloat) -> tuple[ArrayOrFloat, ArrayOrFloat]:
+        """A hybrid model's states for ``b`` queries of ``requests`` requests: (memory time: one read a request and
+        one write a query, the state at every draft position; compute time: the update's FLOPs a query)."""
+        return (self._capped_entry_s * self._state_entries * (requests + b),
+                self._capped_flop_s * self._state_flop_entries * b)
 
     def _prefill_capped_entries(self, prefill_tokens: float, attn_pairs: float) -> float:
         """Capped attention: the capped entries' worth of FLOPs a prefill token takes, at the chunk's mean position
         (``attn_pairs / prefill_tokens``: each chunk's pairs are its tokens times their mean prior context)."""
         if prefill_tokens <= 0 or self.compressed is None:
             return 0.0
-        entries = float(self._capped_entries(attn_pairs / prefill_tokens))
-        return entries + self._state_flop_entries if self._state_flop_entries else entries
+        return float(self._capped_entries(attn_pairs / prefill_tokens)) + self._state_flop_entries
 
     # ----------------------------------------------------------------------------------------- drafter
     def _drafting_group(self, num_requests: float, context_tokens: float) -> tuple[float, float, float]:
@@ -408,5 +404,6 @@ class RooflineCostModel(CostModel):
                 "crossover_tokens": round(self.crossover_tokens, 1),
                 "decode_step_s_at_1_token": self.verify_s(1),
             },
-            **({"outside_calibrated_classes": hybrid_note(self.model)} if self.model.hybrid is not None else {}),
+            **({"outside_calibrated_classes": self.model.hybrid.calibration_note()} if self.model.hybrid is not None
+               else {}),
         }

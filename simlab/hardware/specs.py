@@ -111,6 +111,11 @@ def get_gpu(name: str, *, file: str | None = None, field: str = "hardware.gpu") 
                      valid=", ".join(GPUS) + ", or a path to a GPU file (hw_profiles/gpus/README.md)")
 
 
+def gpu_reference(gpu: GpuSpec) -> str:
+    """What names ``gpu`` from any process: a shipped GPU's name, a user's GPU file by its absolute path."""
+    return gpu.name if gpu.name in GPUS else str(gpu.source_file)
+
+
 def file_label(text: str) -> str:
     """A short label for a GPU or model that may be a path: a file's stem (a config.json: its folder's name)."""
     from pathlib import Path

@@ -86,7 +86,7 @@ def read_plan(path: str | Path) -> PlanSpec:
     from simlab.common.schema_errors import validate
     from simlab.common.yaml_file import read_yaml
     from simlab.config.loading import scenario_from_data
-    from simlab.hardware.specs import GPUS, get_gpu, get_model
+    from simlab.hardware.specs import get_gpu, get_model, gpu_reference
 
     path = Path(path)
     data = read_yaml(path, what="plan file")
@@ -116,7 +116,7 @@ def read_plan(path: str | Path) -> PlanSpec:
     for i, choice in enumerate(block.gpus):
         choice = GpuChoice(gpu=choice) if isinstance(choice, str) else choice
         spec = get_gpu(choice.gpu, file=file, field=f"plan.gpus[{i}].gpu")
-        name = spec.name if spec.name in GPUS else str(spec.source_file)  # a user's GPU file: by its path
+        name = gpu_reference(spec)
         price = price_of(name, choice.usd_per_hour)
         if price is None:
             raise InputError("has no shipped price", file=file, field=f"plan.gpus[{i}].usd_per_hour",
