@@ -122,9 +122,11 @@ def prepare_arm(arm: Arm, spec: AcceptanceSpec, cost, *, domain_names: tuple[str
     )
     scheduler = from_config(arm.scheduler)
     replay = spec.recorded.bind(output_tokens, seed) if spec.recorded is not None else None
+    step_cost = cost
     if scheduler.entry.reads_verify_cost:  # the curve it reads: its engine's view of the steps, or its sps
         from simlab.hardware.sps_view import scheduler_view
 
         cost = scheduler_view(cost, scheduler.sps)
-    policy = ArmPolicy(method, gamma, scheduler, draws, cost, max_batch_tokens, prior_conf, replay, tree)
+    policy = ArmPolicy(method, gamma, scheduler, draws, cost, max_batch_tokens, prior_conf, replay, tree,
+                       step_cost=step_cost)
     return PreparedArm(arm, policy, report)

@@ -184,7 +184,7 @@ def _check_prices(policy, block):
         return
     assert block.priced is not None
     exact = block.num_exact
-    verify_s, draft_s = block.numpy_prices(policy, policy.cost, exact)
+    verify_s, draft_s = block.numpy_prices(policy, policy.verify_priced_by, exact)
     assert np.array_equal(block.priced[0][:exact], verify_s)
     assert np.array_equal(block.priced[1][:exact], draft_s)
 
@@ -378,3 +378,29 @@ def test_steps_timed_by_another_model_than_the_policys_are_priced_with_it(tmp_pa
     assert np.array_equal(other[0], block.numpy_prices(policy, timing, exact)[0])
     assert not np.array_equal(other[0], own[0])  # the roofline prices these steps otherwise
     assert np.array_equal(other[1], own[1])  # the draft is the policy's either way
+
+
+@pytest.mark.parametrize("name", ["hardware_aware", "adaptive"])
+def test_steps_are_priced_on_the_engines_staircase_where_the_scheduler_reads_another_view(name):
+    """The scheduler reads its engine's view of the steps (no CUDA-graph padding); the engine times them on the
+    staircase. Compiled code plans with the view and prices with the staircase, as the numpy block does."""
+    from simlab.hardware.sps_view import scheduler_view
+
+    view = scheduler_view(CONTEXT_TABLE, "smooth")
+    assert view is not CONTEXT_TABLE  # the shipped profile pads to its graph sizes
+    params = dict(SCHEDULERS[name]) if name in SCHEDULERS else {"kind": name}
+    scheduler = make_scheduler(params.pop("kind"), **params)
+    policy = ArmPolicy("dspark", 5, scheduler, None, view, 16_384, np.linspace(0.9, 0.4, 5),
+                       step_cost=CONTEXT_TABLE)
+    assert policy.verify_priced_by is CONTEXT_TABLE
+    store, roster = _case(np.random.default_rng(11), 23, 5, ties=False)
+    store.lag_steps = policy.lag_steps
+    fast = plan_block(policy, roster, 12, store)
+    slow = plan_block(policy, roster, 12, store, compiled=False)
+    exact = slow.num_exact
+    assert np.array_equal(fast.lengths[:exact], slow.lengths[:exact])  # planned on the view either way
+    assert fast.priced is not None
+    staircase = fast.prices(policy, CONTEXT_TABLE, exact)
+    assert staircase[0] is not None and np.array_equal(staircase[0], fast.priced[0][:exact])
+    assert np.array_equal(staircase[0], fast.numpy_prices(policy, CONTEXT_TABLE, exact)[0])
+    assert not np.array_equal(staircase[0], fast.numpy_prices(policy, view, exact)[0])  # the padding counts

@@ -102,9 +102,10 @@ class Block:
 
     def prices(self, policy: ArmPolicy, cost, count: int) -> tuple[np.ndarray, np.ndarray]:
         """Verify and draft seconds [count] of the decode part of the first ``count`` steps, verify timed by
-        ``cost``: compiled code's prices where it priced them with that model (the policy's own), else
+        ``cost``: compiled code's prices where it priced them with that model (the policy's
+        :attr:`~simlab.engine.decode.ArmPolicy.verify_priced_by`), else
         :meth:`numpy_prices` (validation times steps with another model than the one its scheduler reads)."""
-        if self.priced is not None and cost is policy.cost:
+        if self.priced is not None and cost is policy.verify_priced_by:
             return self.priced[0][:count], self.priced[1][:count]
         return self.numpy_prices(policy, cost, count)
 
@@ -213,8 +214,9 @@ def _compiled_block(policy: ArmPolicy, roster: Roster, num_steps: int, store, ke
     last = np.minimum(np.maximum(steps + (num_steps - 1) - join, steps), last_step)
     base, end, start = store.ready(roster.request_id, first, last, remaining, num_steps == 1)
     priced = price is not None
-    if priced:  # the model's own specs: equal to the scheduler's where it reads them
-        cost, draft_spec = price
+    price_cost = cost
+    if priced:  # the engine's verify spec; the drafter's equals the scheduler's where it reads one
+        price_cost, draft_spec = price
     # a draft cost that ignores context: its seconds by draft length and requests drafting (else the spec prices it)
     reads_grid = (priced or policy.scheduler.entry.reads_draft_cost) and draft_spec.size == 0
     grid = policy.draft_grid(len(roster)) if reads_grid else _NO_DRAFT
@@ -223,7 +225,8 @@ def _compiled_block(policy: ArmPolicy, roster: Roster, num_steps: int, store, ke
      totals) = run_block(
         code, policy.gamma, policy.max_batch_tokens, threshold, cumulative, slo_ms, lagged, stop_at_finish,
         num_steps, remaining, roster.context, join, steps, base, end, start, store.lag_steps, store.conf,
-        store.true_accepted, policy.prior_conf, (grid, draft_spec), cost, priced, plans_draft, verified_by_length)
+        store.true_accepted, policy.prior_conf, (grid, draft_spec), cost, price_cost, priced, plans_draft,
+        verified_by_length)
     verify = policy.verify_tokens(lengths) if policy.tree is not None else None
     block = Block(lengths, accepted, emitted, active, context, num_exact, policy.gamma,
                   (draft_len, num_drafting) if plans_draft else None, verify, totals=totals)

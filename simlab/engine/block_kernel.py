@@ -38,7 +38,7 @@ ADAPTIVE = REGISTRY["adaptive"].block_code
 @njit(cache=True)
 def run_block(scheduler, gamma, max_batch_tokens, threshold, cumulative, slo_ms, lagged, stop_at_finish, num_steps,
               remaining, context, join, steps, base, end, start, lag_steps, store_conf, store_accepted, prior_conf,
-              draft, cost, priced, plans_draft, verified_by_length):
+              draft, cost, price_cost, priced, plans_draft, verified_by_length):
     """Step a roster through up to K = ``num_steps`` steps.
 
     Per request r (N rows): ``remaining`` tokens to emit, ``context`` KV tokens held, ``join`` its first decoding
@@ -51,8 +51,9 @@ def run_block(scheduler, gamma, max_batch_tokens, threshold, cumulative, slo_ms,
     ``cost`` the cost model's verify spec (:mod:`simlab.hardware.cost_spec`);
     ``threshold`` and ``cumulative`` are the threshold scheduler's, ``slo_ms`` adaptive's TPOT limit (0: none).
     With ``stop_at_finish`` the block ends after the first step in which a request emits its last token. With
-    ``priced`` each step's decode part is priced as the cost model prices it: verify seconds from ``cost`` and
-    draft seconds from ``draft`` (the plan's when ``plans_draft``), which then are the model's specs. A
+    ``priced`` each step's decode part is priced as the engine prices it: verify seconds from ``price_cost`` (the
+    verify spec steps are timed on, which the scheduler may read another view of) and draft seconds from
+    ``draft`` (the plan's when ``plans_draft``). A
     request that may verify ℓ positions verifies ``verified_by_length[ℓ]`` draft tokens (ℓ; a tree's nodes).
     Returns lengths, accepted and emitted [K, N], active [K, N], the decode part's total context [K], the draft
     plan (draft length [K], requests drafting [K]; adaptive only), the exact steps, the verify and draft seconds
@@ -170,7 +171,7 @@ def run_block(scheduler, gamma, max_batch_tokens, threshold, cumulative, slo_ms,
         num_verified[k] = verified
         num_accepted[k] = step_accepted
         if priced and anchors > 0:
-            verify_s[k] = cost_kernel.verify_s(cost, anchors + verified, float(step_context), batch)
+            verify_s[k] = cost_kernel.verify_s(price_cost, anchors + verified, float(step_context), batch)
             if plans_draft:
                 draft_s[k] = cost_kernel.planned_draft_s(draft, plan_len[k], plan_num[k], anchors,
                                                          float(step_context))
@@ -196,5 +197,5 @@ def load() -> None:
                          (ORACLE, 0.0), (ADAPTIVE, 0.0), (ADAPTIVE, 20.0)):
         for lagged in (False, True):
             run_block(code, 2, 3, 0.5, False, slo_ms, lagged, lagged, 2, remaining, zeros, zeros, zeros, zeros, end,
-                      zeros, 1, conf, true_accepted, conf[0], (np.ones((3, 3)), np.zeros(0)), table, lagged,
+                      zeros, 1, conf, true_accepted, conf[0], (np.ones((3, 3)), np.zeros(0)), table, table, lagged,
                       code == ADAPTIVE, np.arange(3))

@@ -39,6 +39,8 @@ class ArmPolicy:
     prior_conf: np.ndarray  # [G] stands in for lagged confidences a request does not have yet
     replay: Optional[object] = None  # simlab.acceptance.replay.BoundReplay: recorded outcomes instead of draws
     tree: Optional[object] = None  # simlab.acceptance.tree.TreeDraws of an EAGLE-3 tree arm
+    # the cost model the engine prices verify steps on, where the scheduler reads another view of it (its sps)
+    step_cost: Optional[object] = None
     # caches, never passed in, so that a dataclasses.replace copy (another cost, another scheduler) starts empty
     _draft_grid: list = field(default_factory=list, init=False, repr=False, compare=False)  # [[length, count]]
     _kernel: list = field(default_factory=list, init=False, repr=False, compare=False)  # [the compiled block's]
@@ -145,11 +147,16 @@ class ArmPolicy:
             float(params.get("slo_tpot_ms") or 0.0), self.lag_steps > 0, cost, draft, self._price_kernel(),
             np.asarray(self.verify_tokens(np.arange(self.gamma + 1)), dtype=np.int64))
 
+    @property
+    def verify_priced_by(self):
+        """The cost model the engine prices this arm's verify steps on (the scheduler may read another view)."""
+        return self.cost if self.step_cost is None else self.step_cost
+
     def _price_kernel(self) -> Optional[tuple]:
-        """What compiled code needs to price a step as :meth:`draft_s` (or :meth:`planned_draft_s`) and the cost
-        model's ``verify_s`` do: the verify spec and the drafter's spec (empty: the draft grid prices it), or
-        None where compiled code cannot price them."""
-        verify = self.cost.verify_kernel()
+        """What compiled code needs to price a step as :meth:`draft_s` (or :meth:`planned_draft_s`) and
+        :attr:`verify_priced_by`'s ``verify_s`` do: the verify spec and the drafter's spec (empty: the draft grid
+        prices it), or None where compiled code cannot price them."""
+        verify = self.verify_priced_by.verify_kernel()
         draft = _GRID_DRAFT  # the draft grid (a tree's draft too)
         if self.cost.draft_reads_context:  # a roofline's drafter; a tree's is priced in numpy
             draft = self.cost.draft_kernel(self.method) if self.tree is None else None

@@ -235,7 +235,17 @@ def finish_plan(a, row_len, anchors, seconds, budget, chosen_k, gained, mean_rec
                 for j in range(min(valid_length(row_len, s, r, gamma), best)):
                     values[count] = a[s, r, j]
                     count += 1
-        ordered = np.sort(values[:count])[::-1]
+        if count <= SMALL_SORT:  # descending insertion sort in place: no allocation for the usual small paths
+            for x in range(1, count):
+                value = values[x]
+                y = x - 1
+                while y >= 0 and values[y] < value:
+                    values[y + 1] = values[y]
+                    y -= 1
+                values[y + 1] = value
+            ordered = values
+        else:
+            ordered = np.sort(values[:count])[::-1]
         committed[s], _ = best_prefix(ordered, 1.0, min(count, max(budget[s], 0)), anchors[s], seconds[s],
                                        best_draft[s], False)
     return best_len, best_set, best_draft, committed
