@@ -8,7 +8,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from simlab.common.doc_tables import replace_between  # noqa: E402
-from simlab.hardware.releases import markdown_table as releases_table  # noqa: E402
+from simlab.hardware.release_table import markdown_table as releases_table  # noqa: E402
 from simlab.schedulers.registry import write_docs_table  # noqa: E402
 
 

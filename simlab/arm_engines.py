@@ -1,28 +1,57 @@
-"""Each arm's engine settings: the scenario's ``engine:`` with what it leaves unset taken from the serving stack's
-release (:mod:`simlab.hardware.releases`), per arm, since engines set other limits when speculation is on."""
+"""Each arm's engine, resolved once: the scenario's ``engine:`` with what it leaves unset taken from the serving
+stack's release (:mod:`simlab.hardware.engine_settings`), per arm since engines set other limits when speculation
+is on; the cost model the engine times its steps on (the release's CUDA-graph sizes for that arm, its overlap
+scheduler); its scheduler and the view of those steps the scheduler reads (its ``sps``). The runner and the
+engine read these; nothing patches an arm's cost model elsewhere."""
 
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import Any, Optional
 
 from simlab.config.arms import Arm
 from simlab.config.scenario import EngineConfig
+from simlab.hardware.engine_settings import EngineSettings, resolve_engine
 from simlab.hardware.graph_sizes import spec_decode_sizes, with_graph_sizes
 from simlab.hardware.overlap import with_overlap
-from simlab.hardware.releases import ArmEngine, check_methods, resolve_engine
+from simlab.hardware.releases import check_methods
+from simlab.hardware.sps_view import scheduler_view
+from simlab.schedulers import Scheduler, from_config
+
+
+@dataclass(frozen=True)
+class ArmEngine:
+    """One arm's engine: its effective limits (``config``), where each setting came from (``settings``: the
+    release's values, graph sizes, the round's host time), the cost model its steps are timed on
+    (``step_cost``), its scheduler (None: no drafting) and the cost model that scheduler reads
+    (``scheduler_cost``: its view of the steps; ``step_cost`` itself where it reads none)."""
+
+    config: EngineConfig
+    settings: EngineSettings
+    step_cost: Any
+    scheduler: Optional[Scheduler]
+    scheduler_cost: Any
 
 
 @dataclass(frozen=True)
 class ArmEngines:
     """The engine without speculation (what the scenario's shared parts are checked against: KV policy, the
-    cache), each arm's effective engine and the cost model its steps are priced on (the scenario's, with the
-    CUDA-graph sizes the release captures for that arm), in the scenario's order."""
+    cache) and each arm's :class:`ArmEngine`, in the scenario's order."""
 
     base: EngineConfig
-    by_arm: list[EngineConfig]
-    described: list[ArmEngine]
-    costs: list
+    arms: list[ArmEngine]
+
+
+def arm_scheduler(arm: Arm, cost) -> tuple[Optional[Scheduler], Any]:
+    """``arm``'s scheduler (None where it does not draft) and the cost model it reads: its engine's view of
+    ``cost`` (:func:`simlab.hardware.sps_view.scheduler_view`) where it reads the verify cost, else ``cost``."""
+    if arm.draft_len == 0:
+        return None, cost
+    scheduler = from_config(arm.scheduler)
+    if not scheduler.entry.reads_verify_cost:
+        return scheduler, cost
+    return scheduler, scheduler_view(cost, scheduler.sps)
 
 
 def _verified_beyond_anchor(arm: Arm) -> int:
@@ -32,12 +61,12 @@ def _verified_beyond_anchor(arm: Arm) -> int:
     return arm.draft_len
 
 
-def _apply(engine: EngineConfig, resolved: ArmEngine) -> EngineConfig:
+def _apply(engine: EngineConfig, resolved: EngineSettings) -> EngineConfig:
     return engine.model_copy(update=resolved.settings)
 
 
 def arm_engines(engine: EngineConfig, arms: list[Arm], cost, file=None) -> ArmEngines:
-    """The effective engines of ``arms`` on ``cost`` (a cost model; its ``release`` decides unset fields).
+    """The engines of ``arms`` on ``cost`` (a cost model; its ``release`` decides unset fields).
 
     A tree arm verifies every request's whole tree in one step, so where the release's running-request limit
     would not fit that many trees in the token budget, simlab lowers the limit to what fits (said in its
@@ -49,7 +78,7 @@ def arm_engines(engine: EngineConfig, arms: list[Arm], cost, file=None) -> ArmEn
     given = {name: getattr(engine, name) for name in EngineConfig.model_fields}
     fields_set = set(engine.model_fields_set)
     base = resolve_engine(given, fields_set, release, gpu, speculative=False, draft_tokens=0)
-    by_arm, described, costs = [], [], []
+    resolved_arms = []
     for arm in arms:
         speculative = arm.draft_len > 0
         resolved = resolve_engine(given, fields_set, release, gpu, speculative=speculative,
@@ -60,16 +89,15 @@ def arm_engines(engine: EngineConfig, arms: list[Arm], cost, file=None) -> ArmEn
                 resolved = dataclasses.replace(
                     resolved, settings={**resolved.settings, "max_num_seqs": fitting},
                     origin={**resolved.origin, "max_num_seqs": "simlab: whole trees within max_batch_tokens"})
-        arm_cost = cost
+        step_cost = cost
         rule = release.speculative.get("cuda_graph_sizes") if release is not None and speculative else None
         if rule is not None and cost.buckets.enabled:
             sizes = spec_decode_sizes(cost.buckets.sizes, 1 + _verified_beyond_anchor(arm), rule.value)
-            arm_cost = with_graph_sizes(cost, sizes)
+            step_cost = with_graph_sizes(cost, sizes)
             resolved = dataclasses.replace(resolved, graph_sizes=sizes)
         if speculative:  # the round's host time: hidden behind the GPU where the release keeps its overlap
-            arm_cost, round_host = with_overlap(arm_cost, resolved.overlap_schedule, 1 + _verified_beyond_anchor(arm))
+            step_cost, round_host = with_overlap(step_cost, resolved.overlap_schedule, 1 + _verified_beyond_anchor(arm))
             resolved = dataclasses.replace(resolved, round_host=round_host)
-        by_arm.append(_apply(engine, resolved))
-        described.append(resolved)
-        costs.append(arm_cost)
-    return ArmEngines(_apply(engine, base), by_arm, described, costs)
+        scheduler, scheduler_cost = arm_scheduler(arm, step_cost)
+        resolved_arms.append(ArmEngine(_apply(engine, resolved), resolved, step_cost, scheduler, scheduler_cost))
+    return ArmEngines(_apply(engine, base), resolved_arms)

@@ -11,7 +11,6 @@ from simlab.acceptance.draws import ArmDraws
 from simlab.acceptance.spec import AcceptanceSpec
 from simlab.config.arms import Arm
 from simlab.engine import ArmPolicy
-from simlab.schedulers import from_config
 
 
 @dataclass(frozen=True)
@@ -98,15 +97,17 @@ def domain_weights(domain: np.ndarray, domain_names: tuple[str, ...]) -> dict[st
     return {name: counts[i] / counts.sum() for i, name in enumerate(domain_names) if counts[i] > 0}
 
 
-def prepare_arm(arm: Arm, spec: AcceptanceSpec, cost, *, domain_names: tuple[str, ...], weights: dict[str, float],
-                max_batch_tokens: int, seed: int, output_tokens=None) -> PreparedArm:
+def prepare_arm(arm: Arm, spec: AcceptanceSpec, scheduler, scheduler_cost, step_cost, *,
+                domain_names: tuple[str, ...], weights: dict[str, float], max_batch_tokens: int, seed: int,
+                output_tokens=None) -> PreparedArm:
     """Build the policy for one arm; fits STS on a warm-up sample unless the arm says ``calibration: none``.
-    With recorded acceptance (``spec.recorded``), ``output_tokens`` (the requests' output lengths) binds each
-    request to the recording it replays."""
+    ``scheduler`` and ``scheduler_cost`` are the arm's (:func:`simlab.arm_engines.arm_scheduler`), ``step_cost``
+    the cost model its steps are timed on. With recorded acceptance (``spec.recorded``), ``output_tokens`` (the
+    requests' output lengths) binds each request to the recording it replays."""
     gamma = arm.draft_len
     method = arm.method
     if gamma == 0:
-        policy = ArmPolicy(method, 0, None, None, cost, max_batch_tokens, np.zeros(0))
+        policy = ArmPolicy(method, 0, None, None, step_cost, max_batch_tokens, np.zeros(0))
         return PreparedArm(arm, policy, None)
     report, prior_conf = head_model(spec, method, weights, gamma, calibrate=arm.calibration == "sts", seed=seed)
     temperatures = np.asarray(report["temperatures"], dtype=float) if report.get("temperatures") else None
@@ -120,13 +121,7 @@ def prepare_arm(arm: Arm, spec: AcceptanceSpec, cost, *, domain_names: tuple[str
         temperatures=temperatures,
         tree=tree,
     )
-    scheduler = from_config(arm.scheduler)
     replay = spec.recorded.bind(output_tokens, seed) if spec.recorded is not None else None
-    step_cost = cost
-    if scheduler.entry.reads_verify_cost:  # the curve it reads: its engine's view of the steps, or its sps
-        from simlab.hardware.sps_view import scheduler_view
-
-        cost = scheduler_view(cost, scheduler.sps)
-    policy = ArmPolicy(method, gamma, scheduler, draws, cost, max_batch_tokens, prior_conf, replay, tree,
+    policy = ArmPolicy(method, gamma, scheduler, draws, scheduler_cost, max_batch_tokens, prior_conf, replay, tree,
                        step_cost=step_cost)
     return PreparedArm(arm, policy, report)

@@ -66,8 +66,8 @@ def build(loaded: LoadedScenario, cost: object = None) -> Built:
                    file=file)
     engines = arm_engines(sc.engine, sc.arms, cost, file)
     engine = engines.base
-    for arm_engine in engines.by_arm:
-        _check_limits(arm_engine, file)
+    for arm_engine in engines.arms:
+        _check_limits(arm_engine.config, file)
     kv_capacity = _kv_capacity(engine.kv_cache_tokens, cost, file)
     if engine.disaggregation is None:  # a request must fit alone (paged: in whole blocks); pools check their own
         check_fits(requests.prompt_tokens + requests.output_tokens, kv_capacity, engine, what="prompt + output",
@@ -77,13 +77,13 @@ def build(loaded: LoadedScenario, cost: object = None) -> Built:
                   engines=engines)
     weights = domain_weights(requests.domain, requests.domain_names)
     for index, arm in enumerate(sc.arms):
-        arm_engine, arm_cost = engines.by_arm[index], engines.costs[index]
+        resolved = engines.arms[index]
         if arm.tree is not None:
-            check_tree_arm(index, arm, arm_engine, arm_cost, file)
+            check_tree_arm(index, arm, resolved.config, resolved.step_cost, file)
         built.arms.append(
-            prepare_arm(arm, spec, arm_cost, domain_names=requests.domain_names, weights=weights,
-                        output_tokens=requests.output_tokens,
-                        max_batch_tokens=arm_engine.max_batch_tokens, seed=sc.seed)
+            prepare_arm(arm, spec, resolved.scheduler, resolved.scheduler_cost, resolved.step_cost,
+                        domain_names=requests.domain_names, weights=weights, output_tokens=requests.output_tokens,
+                        max_batch_tokens=resolved.config.max_batch_tokens, seed=sc.seed)
         )
     return built
 
@@ -112,15 +112,16 @@ def _kv_capacity(setting, cost, file) -> int:
 def _simulate_one(built: Built, index: int, progress: Optional[Callable[[int], None]]) -> ArmOutcome:
     prepared = built.arms[index]
     sc = built.loaded.scenario
-    engine = built.engines.by_arm[index]
+    resolved = built.engines.arms[index]
+    engine = resolved.config
     requests = built.workload.requests
-    result = simulate_arm(built.workload, built.engines.costs[index], engine, prepared.policy, built.kv_capacity,
+    result = simulate_arm(built.workload, resolved.step_cost, engine, prepared.policy, built.kv_capacity,
                           progress, built.pools)
     num_gpus = engine.num_replicas * gpus_per_replica(built.cost.describe())  # both pools when disaggregated
     capacity = built.kv_capacity if built.pools is None else built.pools.capacity_by_replica(engine)
     metrics = summarise(result, requests.prompt_tokens, requests.output_tokens, prepared.arm.draft_len, sc.slo,
                         kv_capacity=capacity, prefix_caching=engine.prefix_caching, num_gpus=num_gpus)
-    metrics["engine"] = built.engines.described[index].describe()
+    metrics["engine"] = resolved.settings.describe()
     scheduler = prepared.policy.scheduler
     metrics["realisable"] = scheduler is None or scheduler.entry.realisable
     metrics["lossless"] = scheduler.lossless if scheduler is not None else True

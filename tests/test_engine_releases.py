@@ -157,7 +157,7 @@ def test_docs_table_is_generated_from_the_release_files():
     from pathlib import Path
 
     from simlab.common.doc_tables import table_between
-    from simlab.hardware.releases import markdown_table
+    from simlab.hardware.release_table import markdown_table
 
     text = (Path(__file__).parent.parent / "docs" / "hardware.md").read_text(encoding="utf-8")
     assert table_between(text, "releases table").strip() == markdown_table(), "run python scripts/update_docs_tables.py"

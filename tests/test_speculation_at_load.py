@@ -75,7 +75,7 @@ def test_a_16_token_tree_at_one_user_pays_its_draft_forwards_and_its_verify(tmp_
     cost = build_cost_model(load_scenario(tmp_path / "scenario.yaml").scenario.hardware, base_dir=tmp_path, file=None)
     # vLLM 0.34.0 (the newest, left out) keeps async scheduling with speculation: the round's host time runs under
     # the GPU's round (simlab.hardware.overlap), so the arm's drafts cost that much less than the scenario's model
-    arm_cost = build(load_scenario(tmp_path / "scenario.yaml")).engines.costs[0]
+    arm_cost = build(load_scenario(tmp_path / "scenario.yaml")).engines.arms[0].step_cost
     assert cost.tree_draft_s("eagle3", 3, 4, 1, 301.0) - arm_cost.tree_draft_s("eagle3", 3, 4, 1, 301.0) == \
         pytest.approx(cost.params.spec_round_overhead_s, rel=1e-9)
     decode = outcome.steps[(outcome.steps.num_requests == 1) & (outcome.steps.batch_tokens == 16)]
@@ -213,7 +213,7 @@ def _built(tmp_path, version, engine=None, *, stack="sglang", arm=("eagle3", 3),
 
 def test_a_spec_arm_on_vllm_pads_to_its_own_graphs(tmp_path):
     built = _built(tmp_path, "0.13.0", stack="vllm", arm=("mtp", 2), concurrency=3)
-    plain, spec = built.engines.costs
+    plain, spec = (arm.step_cost for arm in built.engines.arms)
     assert plain is built.cost and spec.buckets.sizes[:3] == [3, 6, 9]
     # 7 tokens run the graph of 9 (three requests of 1 + 2), not vLLM's plain graph of 8; 9 its own, not 16's
     assert (spec.buckets.pad(7), spec.buckets.pad(9)) == (9, 9) and (plain.buckets.pad(7), plain.buckets.pad(9)) == (
@@ -221,7 +221,7 @@ def test_a_spec_arm_on_vllm_pads_to_its_own_graphs(tmp_path):
         16,
     )
     assert spec.verify_s(9, 600.0, 3) < plain.verify_s(9, 600.0, 3)  # the padded tokens' elementwise work
-    assert built.engines.described[1].describe()["cuda_graph_max_tokens"] == 498
+    assert built.engines.arms[1].settings.describe()["cuda_graph_max_tokens"] == 498
 
 
 def test_a_release_that_keeps_its_overlap_hides_the_rounds_host_time(tmp_path):
@@ -232,15 +232,15 @@ def test_a_release_that_keeps_its_overlap_hides_the_rounds_host_time(tmp_path):
     host = off.cost.params.spec_round_overhead_s
     assert host > 5e-4  # the fit's 0.9 ms
     for built, hidden in ((off, 0.0), (on, host)):
-        described = built.engines.described[1].describe()
+        described = built.engines.arms[1].settings.describe()
         assert described["overlap_schedule"] is (hidden > 0)
         assert (described["round_host_s"], described["round_host_hidden_s"]) == (host, hidden)
-        assert "round_host_s" not in built.engines.described[0].describe()  # no speculation: no round
-    cost_off, cost_on = off.engines.costs[1], on.engines.costs[1]
+        assert "round_host_s" not in built.engines.arms[0].settings.describe()  # no speculation: no round
+    cost_off, cost_on = off.engines.arms[1].step_cost, on.engines.arms[1].step_cost
     for requests in (1, 8, 64):
         assert cost_off.draft_s("eagle3", 3, requests, 1e4) - cost_on.draft_s("eagle3", 3, requests, 1e4) == \
             pytest.approx(host, rel=1e-9)
-    assert on.engines.costs[0] is on.cost  # the plain arm is priced as before
+    assert on.engines.arms[0].step_cost is on.cost  # the plain arm is priced as before
 
 
 def test_host_time_longer_than_the_smallest_round_stays_exposed_beyond_it(tmp_path):
@@ -253,9 +253,9 @@ def test_host_time_longer_than_the_smallest_round_stays_exposed_beyond_it(tmp_pa
     assert 0.003 < gpu < 0.02
     assert gpu == pytest.approx(built.cost.verify_s(4, 0.0, 1) - built.cost.params.step_overhead_s
                                 - built.cost.params.request_overhead_s, rel=1e-12)
-    described = built.engines.described[1].describe()
+    described = built.engines.arms[1].settings.describe()
     assert described["round_host_hidden_s"] == pytest.approx(gpu, rel=1e-12)
-    assert built.engines.costs[1].params.spec_round_overhead_s == pytest.approx(0.05 - gpu, rel=1e-12)
+    assert built.engines.arms[1].step_cost.params.spec_round_overhead_s == pytest.approx(0.05 - gpu, rel=1e-12)
 
 
 def test_a_scenario_can_turn_the_overlap_scheduler_off_or_on(tmp_path):
@@ -264,10 +264,10 @@ def test_a_scenario_can_turn_the_overlap_scheduler_off_or_on(tmp_path):
     off = _built(tmp_path, "0.5.23", engine={"overlap_schedule": False})
     on = _built(tmp_path, "0.5.3", engine={"overlap_schedule": True})
     host = off.cost.params.spec_round_overhead_s
-    assert off.engines.costs[1].params.spec_round_overhead_s == host
-    assert on.engines.costs[1].params.spec_round_overhead_s == 0.0
+    assert off.engines.arms[1].step_cost.params.spec_round_overhead_s == host
+    assert on.engines.arms[1].step_cost.params.spec_round_overhead_s == 0.0
     for built, value in ((off, False), (on, True)):
-        described = built.engines.described[1].describe()
+        described = built.engines.arms[1].settings.describe()
         assert described["overlap_schedule"] is value and described["from"]["overlap_schedule"] == "scenario"
     default = _engine_dump({"max_num_seqs": 8})
     assert "overlap_schedule" not in default  # left out, a dump leaves it out (study points hash as before)

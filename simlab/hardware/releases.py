@@ -3,9 +3,9 @@ differently when speculative decoding is on (docs/hardware.md, "Engine releases"
 
 A roofline's ``stack`` names the engine and ``stack_version`` its release (left out: the newest simlab knows).
 Each release is a file under ``engine_releases/`` (one per engine), every value with its source: the engine's
-file and line at that release's tag, or a measurement. :func:`resolve_engine` turns a scenario's ``engine:``
-into one arm's effective settings: a field the scenario sets is kept; a field it leaves unset takes the
-release's default, or its value under speculation for an arm that drafts.
+file and line at that release's tag, or a measurement. :func:`simlab.hardware.engine_settings.resolve_engine`
+turns a scenario's ``engine:`` into one arm's effective settings; :mod:`simlab.hardware.release_table` writes
+the docs' table of them.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from simlab.common.errors import InputError
 
 RELEASES_DIR = Path(__file__).resolve().parent / "engine_releases"
 ENGINE_FIELDS = ("max_num_seqs", "max_batch_tokens", "prefill_chunk_tokens", "kv_policy", "block_size")
-DEFAULT_FIELDS = ENGINE_FIELDS + ("overlap_schedule",)  # an engine's own default (recorded, see ArmEngine)
+DEFAULT_FIELDS = ENGINE_FIELDS + ("overlap_schedule",)  # an engine's own default (recorded, see EngineSettings)
 # what a release may change when speculation is on
 SPECULATIVE_FIELDS = DEFAULT_FIELDS + ("lookahead_slots", "cuda_graph_sizes")
 GRAPH_SIZE_RULES = ("multiples_of_query_len", "requests_times_query_len")  # simlab.hardware.graph_sizes
@@ -147,89 +147,3 @@ def check_methods(release: Optional[EngineRelease], methods: list[str], *, file:
             raise InputError(f"{release.label} does not serve this drafter", file=file, field=f"arms[{index}].method",
                              value=method, valid=f"one of {', '.join(['none', *served])} at {release.label} "
                                                  f"({release.methods.source}), or another hardware.stack_version")
-
-
-@dataclass(frozen=True)
-class ArmEngine:
-    """One arm's effective engine settings and where each came from (``scenario``, ``<stack> <version>``
-    default, or ``... under speculation``)."""
-
-    settings: dict[str, Any]
-    origin: dict[str, str]
-    overlap_schedule: Optional[bool]  # the release's overlap/async scheduler kept (None: no release)
-    lookahead_slots: int
-    release: Optional[EngineRelease]
-    graph_sizes: Optional[list[int]] = None  # the CUDA-graph sizes its steps pad to, where the release changes them
-    round_host: Any = None  # a speculative arm's host time per round, and what overlap hides (hardware.overlap)
-
-    def describe(self) -> dict:
-        """METRICS ``engine``: the effective settings, the release and where each came from."""
-        out = dict(self.settings)
-        out["overlap_schedule"] = self.overlap_schedule
-        out["lookahead_slots"] = self.lookahead_slots
-        if self.graph_sizes is not None:
-            out["cuda_graph_max_tokens"] = max(self.graph_sizes, default=0)
-        if self.round_host is not None:
-            out.update(self.round_host.describe())
-        out["stack_version"] = self.release.label if self.release is not None else None
-        out["from"] = dict(self.origin)
-        return out
-
-
-def resolve_engine(given: dict[str, Any], fields_set: set[str], release: Optional[EngineRelease], gpu: str, *,
-                   speculative: bool, draft_tokens: int) -> ArmEngine:
-    """The effective engine fields of one arm. ``given`` holds the scenario's values of :data:`ENGINE_FIELDS`,
-    ``fields_set`` those it wrote. Unset fields take, in order: the release's value under speculation (for an
-    arm with ``speculative`` on), its default on ``gpu``, simlab's :data:`LEGACY_DEFAULTS` (no release).
-    ``draft_tokens`` is what a request verifies beyond its anchor (gamma, or a tree's nodes): the lookahead KV
-    slots a release holds for them."""
-    settings, origin = {}, {}
-    for name in ENGINE_FIELDS:
-        if name in fields_set:
-            settings[name], origin[name] = given[name], "scenario"
-            continue
-        chosen, where = None, None
-        if release is not None and speculative and name in release.speculative:
-            chosen, where = release.speculative[name], f"{release.label} under speculation"
-        elif release is not None and release.default(name, gpu) is not None:
-            chosen, where = release.default(name, gpu), f"{release.label} default"
-        if chosen is None:
-            settings[name], origin[name] = LEGACY_DEFAULTS[name], "simlab default (no engine release)"
-        else:
-            settings[name], origin[name] = chosen.value, where
-    overlap = None
-    if given.get("overlap_schedule") is not None:
-        overlap, origin["overlap_schedule"] = bool(given["overlap_schedule"]), "scenario"
-    elif release is not None:
-        chosen = release.speculative.get("overlap_schedule") if speculative else None
-        where = f"{release.label} under speculation" if chosen is not None else f"{release.label} default"
-        chosen = chosen or release.defaults.get("overlap_schedule")
-        if chosen is not None:
-            overlap, origin["overlap_schedule"] = bool(chosen.value), where
-    # a running request holds KV slots for what it verifies beyond its anchor (simlab's paged KV does so always)
-    return ArmEngine(settings, origin, overlap, draft_tokens if speculative else 0, release)
-
-
-def markdown_table() -> str:
-    """The table of docs/hardware.md, "Engine releases": every release, its defaults and what speculation
-    changes, each value with its source (generated: ``scripts/update_docs_tables.py``)."""
-    rows = ["| stack | release | field | default | under speculation | source |", "|---|---|---|---|---|---|"]
-    for stack, by_version in all_releases().items():
-        for version, release in by_version.items():
-            names = [n for n in SPECULATIVE_FIELDS if n in release.defaults or n in release.speculative]
-            for name in names:
-                default, spec = release.defaults.get(name), release.speculative.get(name)
-                sources = "; ".join(dict.fromkeys(s.source for s in (default, spec) if s is not None))
-                rows.append(f"| {stack} | {version} ({release.date}, `{release.ref}`) | `{name}` | "
-                            f"{_show(default)} | {_show(spec)} | {sources} |")
-            for gpu, values in release.gpu_overrides.items():
-                for name, value in values.items():
-                    rows.append(f"| {stack} | {version} | `{name}` on {gpu} | {value.value} | | {value.source} |")
-    return "\n".join(rows)
-
-
-def _show(value: Optional[Sourced]) -> str:
-    if value is None:
-        return ""
-    return "null" if value.value is None else str(value.value).lower() if isinstance(value.value, bool) else \
-        str(value.value)

@@ -179,7 +179,7 @@ class SpeculativeEngine:
     def settings(self) -> dict:
         """METRICS ``engine``: the limits this engine runs with (simlab's eager engine: no release; its KV is one
         slot per running request, held whole: ``reserve``)."""
-        from simlab.hardware.releases import resolve_engine
+        from simlab.hardware.engine_settings import resolve_engine
 
         limits = self.limits
         given = {name: getattr(limits, name) for name in type(limits).model_fields}

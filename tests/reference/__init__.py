@@ -61,7 +61,7 @@ def run_reference(scenario=None, *, arm=0, built=None, kv_policy: Optional[str] 
     workload = built.workload
     requests = workload.requests
     num_requests = len(requests)
-    engine = built.engines.by_arm[index]  # the scenario's engine with its stack release's defaults, for this arm
+    engine = built.engines.arms[index].config  # the scenario's engine with its stack release's defaults, for this arm
     kv_policy = kv_policy or getattr(engine, "kv_policy", "reserve")
     block_size = block_size or getattr(engine, "block_size", 16)
     if prefix_caching is None:
@@ -82,7 +82,7 @@ def run_reference(scenario=None, *, arm=0, built=None, kv_policy: Optional[str] 
         max_num_seqs=engine.max_num_seqs, max_batch_tokens=engine.max_batch_tokens,
         prefill_chunk_tokens=engine.prefill_chunk_tokens, method=policy.method, gamma=gamma,
         scheduler=policy.scheduler, prior_conf=policy.prior_conf, cost=policy.cost, tree=policy.tree,
-        timing=built.engines.costs[index],
+        timing=built.engines.arms[index].step_cost,
     )
     positions = {name: np.zeros(gamma, dtype=np.int64) for name in ("verified", "reached", "accepted")}
     split = getattr(engine, "disaggregation", None)

@@ -291,6 +291,7 @@ class _Validation:
     # ------------------------------------------------------------------------------------------ simulation
     def _simulate(self, workload, fit_doc: Optional[dict], costs: dict, *, quiet: bool = False) -> dict:
         from simlab.acceptance import build_acceptance
+        from simlab.arm_engines import arm_scheduler
         from simlab.arms import domain_weights, prepare_arm
         from simlab.config.acceptance import IIDAcceptance, PositionalAcceptance
         from simlab.engine import simulate_arm
@@ -318,8 +319,9 @@ class _Validation:
             runs = []
             for offset in range(max(1, self.settings.simulated_seeds if arm.draft_len else 1)):
                 seed = sc.seed + 1000 * offset
-                prepared = prepare_arm(arm.model_copy(update={"calibration": "none"}), spec, decisions,
-                                       domain_names=requests.domain_names, weights=weights,
+                scheduler, scheduler_cost = arm_scheduler(arm, decisions)
+                prepared = prepare_arm(arm.model_copy(update={"calibration": "none"}), spec, scheduler,
+                                       scheduler_cost, timing, domain_names=requests.domain_names, weights=weights,
                                        max_batch_tokens=sc.engine.max_batch_tokens, seed=seed)
                 policy = prepared.policy
                 if arm.draft_len and policy.lag_steps:  # the real engine's stand-in for young requests
