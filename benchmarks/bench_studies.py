@@ -9,7 +9,7 @@ folder and reports the wall time of the sweep and of its report (target: <= 3 mi
 machine).
 
 ``overhead`` runs the same points three ways, one worker each so that nothing runs in parallel: in this
-process (``run_point`` in a loop: the work itself), through the local process pool, and through a Dask
+process (``run_task`` in a loop: the work itself), through the local process pool, and through a Dask
 LocalCluster (its start-up timed apart). The overhead per point is (sweep wall time - in-process wall time)
 / points, and also (sweep wall time - the workers' own time for their points) / points, which is less exposed
 to other jobs on the machine; both relative to the mean point time (target: <= 5 % for points of >= 1 s).
@@ -63,7 +63,8 @@ def _scenario(points: int, requests: int) -> dict:
 def overhead(args) -> None:
     from simlab.studies.executors import make_executor
     from simlab.studies.grid import load_sweep
-    from simlab.studies.sweep import PointTask, run_point, run_sweep
+    from simlab.studies.sweep import run_sweep
+    from simlab.studies.tasks import ScenarioTask, run_task
 
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
@@ -75,7 +76,7 @@ def overhead(args) -> None:
         for repeat in range(args.repeats):
             out = tmp / f"direct{repeat}"
             started = time.perf_counter()
-            walls = [run_point(PointTask(p.id, p.data, str(path), str(out / p.id), False, None))["wall_s"]
+            walls = [run_task(ScenarioTask(p.data, str(path), str(out / p.id)))["wall_s"]
                      for p in sweep.points]
             results["in-process"].append((time.perf_counter() - started, sum(walls)))
             for name in ("local", "dask"):

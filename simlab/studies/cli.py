@@ -9,6 +9,7 @@ import typer
 from rich.console import Console
 
 from simlab.common.outputs import command_line
+from simlab.studies.labels import split_label
 
 EXECUTOR_HELP = "Where points run: local (a process pool) or dask (a LocalCluster, or --address)."
 
@@ -109,7 +110,7 @@ def answers_table(doc: dict):
         load = "none in range" if e["load"] is None else f"{e['load']:g}" + (" (range end)" if e["at_bound"] else "")
         if split:
             chosen = e["split"]
-            load = (load, f"{chosen['prefill_replicas']}:{chosen['decode_replicas']}" if chosen else "-",
+            load = (load, split_label(chosen) if chosen else "-",
                     _f(m.get("num_gpus"), "{}"))
         table.add_row(arm, *(load if split else (load,)), _f(m.get("median_user_tok_s"), "{:.1f}"),
                       _f(m.get("output_throughput_per_gpu"), "{:,.0f}"), _f(e["gain_vs_baseline"], "{:+.1%}"),

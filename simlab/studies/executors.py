@@ -7,7 +7,7 @@
   cluster; its workers need simlab installed and must see the output folder at the same path).
 
 A task is a picklable top-level function and its argument; tasks are expected to catch their own errors and
-return them as data (see :func:`simlab.studies.sweep.run_point`). An executor yields ``(index, result)`` as
+return them as data (see :func:`simlab.studies.tasks.run_task`). An executor yields ``(index, result)`` as
 tasks finish, in any order; a task whose worker died yields a :class:`TaskLost` instead. What a task computes
 must not depend on where it ran: simlab's common random numbers make every point deterministic.
 """

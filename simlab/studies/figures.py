@@ -8,6 +8,7 @@ import re
 from typing import Any, Sequence
 
 import numpy as np
+from simlab.studies.labels import parallel_label, split_label
 
 FIELD_UNITS = {
     "workload.concurrency": "concurrent users",
@@ -85,10 +86,10 @@ def format_value(value: Any) -> str:
     if value is None:
         return "none"
     if isinstance(value, dict) and {"prefill_replicas", "decode_replicas"} <= value.keys():
-        return f"{value['prefill_replicas']}:{value['decode_replicas']} (prefill:decode)"
+        return f"{split_label(value)} (prefill:decode)"
     if isinstance(value, dict) and value.get("kind") == "roofline" and {"gpu", "model"} <= value.keys():
         tp, ep = int(value.get("tensor_parallel", 1)), int(value.get("expert_parallel", 1))
-        layout = f"tp{tp}" + (f" ep{ep}" if ep > 1 else "") + (f" ({ep // tp} attention groups)" if ep > tp else "")
+        layout = parallel_label(tp, ep) + (f" ({ep // tp} attention groups)" if ep > tp else "")
         return f"{value['gpu']} {value['model']} {value.get('precision', 'bf16')}, {layout}"
     return str(value)
 

@@ -18,10 +18,12 @@ from typing import Any, Optional
 
 from simlab.common.errors import InputError
 from simlab.studies.plan_config import PlanSpec, read_plan
-from simlab.studies.plan_search import Evaluated, PlanSearch, SearchResult
+from simlab.studies.plan_ranking import Evaluated
+from simlab.studies.plan_search import PlanSearch, SearchResult
 from simlab.studies.plan_space import Family, build_families, enumerate_layouts, plan_load
 from simlab.studies.progress import StudyProgress
 from simlab.studies.table_csv import csv_text, metric_columns
+from simlab.studies.labels import layout_label
 
 PLAN_KIND = "plan"
 NUM_LAUNCHED = 5  # launch commands for the top deployments
@@ -73,7 +75,7 @@ def deployment(spec: PlanSpec, family: Family, e: Evaluated, search: PlanSearch)
         "num_gpus": family.num_gpus(e.units), "usd_per_hour": round(family.usd_per_hour(e.units), 6),
         "meets_sla": e.meets, "metrics": e.metrics,
         "engine": e.data.get("engine", {}),
-        "objective": search.objective(family, e.units, e.metrics) if e.metrics else None,
+        "objective": search.ranking.objective(family, e.units, e.metrics) if e.metrics else None,
         "failing": [] if e.meets else explain(spec, e),
     }
 
@@ -107,7 +109,7 @@ def closest(spec: PlanSpec, evaluated: list[Evaluated]) -> Optional[Evaluated]:
 
 
 def plan_document(spec: PlanSpec, families: list[Family], search: PlanSearch, result: SearchResult,
-                  skipped: list[tuple[str, str]], command: Optional[str]) -> dict:
+                  skipped: list[tuple[dict, str]], command: Optional[str]) -> dict:
     """plan.json: the contract's ``sla``, ``objective``, ``best`` and ``candidates``, and how the search went."""
     from simlab.common.version import __version__
     from simlab.common.yaml_file import read_yaml
@@ -152,7 +154,7 @@ def plan_document(spec: PlanSpec, families: list[Family], search: PlanSearch, re
                    "families": [{"layout": f.layout.label, "arm": spec.arms[f.arm].label,
                                  "disaggregated": f.disaggregated, "max_replicas": f.max_units,
                                  "start": f.start, **vars(result.outcomes[f.index])} for f in families],
-                   "layouts_skipped": [{"layout": what, "why": why} for what, why in skipped]},
+                   "layouts_skipped": [{"layout": layout_label(**what), **what, "why": why} for what, why in skipped]},
         "candidates": candidates,
     }
 
@@ -192,8 +194,8 @@ def csv_rows(spec: PlanSpec, families: list[Family], document: dict) -> tuple[li
                      f.layout.expert_parallel, f"{low}-{f.max_units}", "", "", spec.arms[f.arm].label,
                      "", "", "", False, *([""] * len(metrics))])
     for item in document["search"]["layouts_skipped"]:
-        gpu, stack, precision, tp, *ep = item["layout"].split(" ")
-        rows.append(["", "does not fit", item["why"], gpu, stack, precision, int(tp[2:]), int(ep[0][2:]) if ep else 1,
+        rows.append(["", "does not fit", item["why"], item["gpu"], item["stack"], item["precision"],
+                     item["tensor_parallel"], item["expert_parallel"],
                      "", "", "", "", "", "", "", False, *([""] * len(metrics))])
     return [*head, *metrics], rows
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Optional
 
 import numpy as np
+from simlab.studies.labels import deployment_label, split_label
 
 NUM_RANKED = 30
 
@@ -23,8 +24,7 @@ def deployment_layout(d: dict) -> str:
     split = d.get("disaggregation")
     count = (f"{split['prefill_replicas']} prefill + {split['decode_replicas']} decode replicas" if split
              else f"{d['replicas']} replica{'s' if d['replicas'] != 1 else ''}")
-    ep = f" ep{d['expert_parallel']}" if d["expert_parallel"] > 1 else ""
-    return f"{count} of {d['gpu']} {d['stack']} {d['precision']} tp{d['tensor_parallel']}{ep}, arm {d['arm']}"
+    return f"{count} of {deployment_label(d)}, arm {d['arm']}"
 
 
 def num_gpus_text(d: dict) -> str:
@@ -128,9 +128,7 @@ def _ranked(doc: dict) -> str:
     for rank, c in enumerate(doc["candidates"][:NUM_RANKED], 1):
         m = c["metrics"] or {}
         split = c["disaggregation"]
-        rows.append([rank, c["arm"], f"{c['gpu']} {c['stack']} {c['precision']} tp{c['tensor_parallel']}"
-                     + (f" ep{c['expert_parallel']}" if c["expert_parallel"] > 1 else ""),
-                     f"{split['prefill_replicas']}:{split['decode_replicas']}" if split else c["replicas"],
+        rows.append([rank, c["arm"], deployment_label(c), split_label(split) if split else c["replicas"],
                      c["num_gpus"], f"{c['usd_per_hour']:,.2f}", "yes" if c["meets_sla"] else "no",
                      "; ".join(c["failing"]) or "–",
                      *(f"{m[k]:,.1f}" if isinstance(m.get(k), (int, float)) else "–"

@@ -7,14 +7,13 @@ arm meets the SLA, a replica count whose objective (or its lower bound) is deare
 "as good as it gets" without running, which is the same as searching only the affordable counts (the answer is
 exact when it is affordable, and "dearer" otherwise); a family whose fewest replicas are already dearer is skipped
 whole.
-Each simulated deployment is kept in ``DIR/probes/`` under the hash of its scenario, so a rerun on the same
+Each simulated deployment is kept in ``DIR/probes/`` (:mod:`simlab.studies.plan_cache`), so a rerun on the same
 folder simulates only what is missing; ``budget_s`` stops the search with the best so far (marked incomplete).
+The order of deployments and the bound are :mod:`simlab.studies.plan_ranking`'s.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
 import time
 from collections import deque
@@ -22,58 +21,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
-from simlab.common.errors import InputError
-from simlab.studies.executors import TaskLost
 from simlab.studies.grid import canonical_json
+from simlab.studies.plan_cache import ProbeCache, scenario_key
 from simlab.studies.plan_config import PlanSpec
-from simlab.studies.plan_space import Family, Load, cost_model, deployment_scenario
+from simlab.studies.plan_ranking import Evaluated, PlanRanking
+from simlab.studies.plan_space import Family, Load, deployment_scenario
 from simlab.studies.progress import StudyProgress
 from simlab.studies.search import SearchRange, threshold_search
-
-RELATIVE_TIE = 1e-9
-
-
-@dataclass(frozen=True)
-class DeploymentTask:
-    """One deployment's scenario, run as a one-arm simulation."""
-
-    data: dict
-    file: str
+from simlab.studies.tasks import ScenarioTask, first_arm, outcome, run_task
+from simlab.studies.labels import split_label
 
 
-def run_deployment(task: DeploymentTask) -> dict:
-    """Simulate one deployment (its roofline built once per worker); errors come back as data."""
-    from simlab.common.json_text import dumps
-    from simlab.config.loading import scenario_from_data
-    from simlab.runner import run_scenario
-
-    try:
-        loaded = scenario_from_data(task.data, file=task.file)
-        results = run_scenario(loaded, jobs=1, plot=False, cost=cost_model(task.data["hardware"]))
-        return {"metrics": json.loads(dumps(next(iter(results.arms.values())))), "error": None}
-    except InputError as err:
-        return {"metrics": None, "error": err.message, "input_error": True}
-    except Exception as exc:
-        return {"metrics": None, "error": f"{type(exc).__name__}: {exc}", "input_error": False}
-
-
-def scenario_key(data: dict) -> str:
-    return hashlib.sha256(canonical_json(data).encode("utf-8")).hexdigest()[:20]
-
-
-@dataclass
-class Evaluated:
-    """A simulated deployment of a family: ``value`` is its replicas or its prefill:decode split."""
-
-    family: int
-    units: int
-    value: Any
-    data: dict
-    metrics: Optional[dict]
-    error: Optional[str]
-    meets: bool
-    failing: list[str]
-    cached: bool = False
+def deployment_result(result: dict) -> dict:
+    """A deployment's task result (:func:`simlab.studies.tasks.run_task`) as the search keeps it: its one arm's
+    ``metrics`` (None when it failed), the error, and whether that was an input error."""
+    return {"metrics": first_arm(result), "error": result["error"], "input_error": result["input_error"]}
 
 
 @dataclass
@@ -106,41 +68,15 @@ class PlanSearch:
         self.spec, self.families, self.load, self.pool = spec, families, load, pool
         self.progress, self.cache_dir, self.budget_s, self.exhaustive = progress, cache_dir, budget_s, exhaustive
         self.file = str(Path(spec.file).resolve())
-        self.cache: dict[str, dict] = self._read_cache()
+        self.cache = ProbeCache(cache_dir)
+        self.ranking = PlanRanking(spec, families, load)
         self.evaluated: dict[tuple[int, str], Evaluated] = {}
-        self.best: Optional[Evaluated] = None
-        self.best_by_arm: dict[int, Evaluated] = {}
         self.started = time.perf_counter()
         self.num_simulated = 0
         self.out_of_time = False
 
-    # ------------------------------------------------------------------------------------------- objective
-    def objective(self, family: Family, units: int, metrics: Optional[dict] = None) -> float:
-        """The plan's objective of a deployment; without metrics, a lower bound of it."""
-        name = self.spec.block.objective
-        if name == "num_gpus":
-            return float(family.num_gpus(units))
-        usd = family.usd_per_hour(units)
-        if name == "usd_per_hour":
-            return usd
-        rate = (metrics or {}).get("output_throughput") if metrics else self.load.max_output_tok_s
-        return usd / (rate * 3600.0 / 1e6) if rate else (math.inf if metrics else 0.0)
-
-    def rank_key(self, e: Evaluated) -> tuple:
-        """Best first: meets the SLA, objective, GPUs, faster median user, then the family's place."""
-        family = self.families[e.family]
-        user = (e.metrics or {}).get("median_user_tok_s") or 0.0
-        return (not e.meets, self.objective(family, e.units, e.metrics) if e.metrics else math.inf,
-                family.num_gpus(e.units), -user, e.family, canonical_json(e.value))
-
     def _dearer(self, family: Family, units: int) -> bool:
-        """Whether ``units`` replicas of ``family`` cannot beat the best found for the family's arm (each arm's
-        own best is kept: the report compares the arms' cheapest deployments)."""
-        mine = self.best_by_arm.get(family.arm)
-        if self.exhaustive or mine is None:
-            return False
-        best = self.objective(self.families[mine.family], mine.units, mine.metrics)
-        return self.objective(family, units) > best * (1 + RELATIVE_TIE) + 1e-12
+        return not self.exhaustive and self.ranking.dearer(family, units)
 
     # ------------------------------------------------------------------------------------------- the loop
     def run(self) -> SearchResult:
@@ -151,7 +87,7 @@ class PlanSearch:
                 outcomes[f.index] = FamilyOutcome("infeasible", reason=f.infeasible)
             else:
                 order.append(f)
-        order.sort(key=lambda f: (self.objective(f, f.start), f.index))
+        order.sort(key=lambda f: (self.ranking.objective(f, f.start), f.index))
         estimate = {f.index: self._estimate(f) for f in order}
         self.progress.start(sum(estimate.values()), label="deployments")
         used = {f.index: 0 for f in order}
@@ -202,11 +138,11 @@ class PlanSearch:
             self._evaluate(needed)
         for f in order:
             outcomes.setdefault(f.index, FamilyOutcome("not reached", reason="the budget ran out first"))
-        evaluated = sorted(self.evaluated.values(), key=self.rank_key)
+        evaluated = sorted(self.evaluated.values(), key=self.ranking.rank_key)
         num_cached = sum(e.cached for e in evaluated)
         self.progress.close()
         return SearchResult(evaluated, outcomes, not self.out_of_time, self.num_simulated, num_cached,
-                            time.perf_counter() - self.started, self.best)
+                            time.perf_counter() - self.started, self.ranking.best)
 
     def _estimate(self, f: Family) -> int:
         if self.exhaustive:
@@ -256,20 +192,20 @@ class PlanSearch:
         for f, units, value in needed:
             data = deployment_scenario(self.spec, f, value)
             key = scenario_key(data)
-            if key in self.cache:
-                self._record(f, units, value, data, self.cache[key], cached=True)
+            known = self.cache.get(key)
+            if known is not None:
+                self._record(f, units, value, data, known, cached=True)
                 continue
-            tasks.append(DeploymentTask(data, self.file))
+            tasks.append(ScenarioTask(data, self.file, shared_cost=True))
             where.append((f, units, value, data, key))
         failures = []
-        for index, result in self.pool.run(run_deployment, tasks) if tasks else []:
+        for index, result in self.pool.run(run_task, tasks) if tasks else []:
             f, units, value, data, key = where[index]
-            if isinstance(result, TaskLost):
-                result = {"metrics": None, "error": result.error, "input_error": False}
-            if result["metrics"] is None and not result.get("input_error"):
+            result = deployment_result(outcome(result))
+            if result["metrics"] is None and not result["input_error"]:
                 failures.append(result["error"])
             else:
-                self._store(key, data, result)
+                self.cache.store(key, data, result)
             self.num_simulated += 1
             e = self._record(f, units, value, data, result)
             self.progress.done(self._describe(f, value), failed=result["metrics"] is None,
@@ -286,35 +222,9 @@ class PlanSearch:
         e = Evaluated(f.index, units, value, data, metrics, result["error"], metrics is not None and not failing,
                       failing, cached)
         self.evaluated[(f.index, canonical_json(value))] = e
-        if e.meets and (self.best is None or self.rank_key(e) < self.rank_key(self.best)):
-            self.best = e
-        mine = self.best_by_arm.get(f.arm)
-        if e.meets and (mine is None or self.rank_key(e) < self.rank_key(mine)):
-            self.best_by_arm[f.arm] = e
+        self.ranking.consider(e)
         return e
 
     def _describe(self, f: Family, value: Any) -> str:
-        count = f"{value['prefill_replicas']}:{value['decode_replicas']} P:D" if f.disaggregated else f"x{value}"
+        count = f"{split_label(value)} P:D" if f.disaggregated else f"x{value}"
         return f"{f.layout.label} {count} {self.spec.arms[f.arm].label}"
-
-    def _read_cache(self) -> dict[str, dict]:
-        cache: dict[str, dict] = {}
-        if self.cache_dir is None or not self.cache_dir.is_dir():
-            return cache
-        for path in self.cache_dir.glob("*.json"):
-            try:
-                doc = json.loads(path.read_text(encoding="utf-8"))
-                cache[path.stem] = {"metrics": doc["metrics"], "error": doc.get("error")}
-            except (OSError, ValueError, KeyError, TypeError):
-                continue
-        return cache
-
-    def _store(self, key: str, data: dict, result: dict) -> None:
-        if self.cache_dir is None:
-            return
-        from simlab.common.outputs import write_file_atomic
-        from simlab.common.version import __version__
-
-        doc = {"generator": f"simlab {__version__}", "scenario": data, "metrics": result["metrics"],
-               "error": result["error"]}
-        write_file_atomic(self.cache_dir / f"{key}.json", json.dumps(doc) + "\n")

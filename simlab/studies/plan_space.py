@@ -24,6 +24,7 @@ import numpy as np
 
 from simlab.common.errors import InputError
 from simlab.studies.plan_config import PlanSpec
+from simlab.studies.labels import layout_label
 
 MIN_SPLIT_REPLICAS = 2
 
@@ -54,8 +55,7 @@ class Layout:
 
     @property
     def label(self) -> str:
-        ep = f" ep{self.expert_parallel}" if self.expert_parallel > 1 else ""
-        return f"{self.gpu} {self.stack} {self.precision} tp{self.tensor_parallel}{ep}"
+        return layout_label(self.gpu, self.stack, self.precision, self.tensor_parallel, self.expert_parallel)
 
 
 @lru_cache(maxsize=256)
@@ -120,7 +120,7 @@ def enumerate_layouts(spec: PlanSpec, load: Load) -> tuple[list[Layout], list[tu
     model = get_model(spec.model)
     block = spec.block
     layouts: list[Layout] = []
-    skipped: list[tuple[str, str]] = []
+    skipped: list[tuple[dict, str]] = []  # (the layout's fields, why)
     for gpu_name, price in spec.prices.items():
         gpu = get_gpu(gpu_name)
         for stack in spec.stacks:
@@ -128,7 +128,8 @@ def enumerate_layouts(spec: PlanSpec, load: Load) -> tuple[list[Layout], list[tu
                 for tp in block.tensor_parallel:
                     eps = block.expert_parallel or ([1, tp] if tp > 1 else [1])
                     for ep in dict.fromkeys(eps if model.is_moe else [1]):
-                        what = f"{gpu_name} {stack} {precision} tp{tp}" + (f" ep{ep}" if ep > 1 else "")
+                        what = {"gpu": gpu_name, "stack": stack, "precision": precision, "tensor_parallel": tp,
+                                "expert_parallel": ep}
                         if peak_flop_per_s(gpu, precision) is None:
                             skipped.append((what, f"{gpu_name} has no {precision} tensor cores"))
                             continue
@@ -154,7 +155,7 @@ def enumerate_layouts(spec: PlanSpec, load: Load) -> tuple[list[Layout], list[tu
                             layouts.append(Layout(gpu_name, stack, precision, tp, ep, model.name, gpus,
                                                   price.usd_per_hour, kv, block.cost_model))
     if not layouts:
-        reasons = "; ".join(f"{what}: {why}" for what, why in skipped[:4])
+        reasons = "; ".join(f"{layout_label(**what)}: {why}" for what, why in skipped[:4])
         raise InputError(f"fits no layout within max_gpus {block.max_gpus} ({reasons})", file=str(spec.file),
                          field="model", value=spec.model,
                          valid="a larger plan.max_gpus, more plan.tensor_parallel values, fp8 or a GPU with more "

@@ -14,6 +14,7 @@ import pandas as pd
 from simlab.common.errors import InputError
 from simlab.common.outputs import check_out_file, read_manifest, write_file_atomic
 from simlab.studies.html_parts import _Gain, _document, _figure, _meta, _table
+from simlab.studies.labels import split_label
 
 RUN_COLUMNS = (("output_throughput", "tok/s", "{:,.0f}"), ("output_throughput_per_gpu", "tok/s/GPU", "{:,.0f}"),
                ("num_gpus", "GPUs", "{}"), ("median_user_tok_s", "user tok/s", "{:.1f}"),
@@ -195,7 +196,7 @@ def _whatif_page(folder: Path):
                 "meets it up to the range's end" if e["at_bound"] else "")
             if not e.get("monotone", True):
                 note = (note + "; " if note else "") + "probes disagree with one threshold"
-            chosen = [f"{e['split']['prefill_replicas']}:{e['split']['decode_replicas']}" if e.get("split") else "–"]
+            chosen = [split_label(e["split"]) if e.get("split") else "–"]
             rows.append([arm, _fmt(e["load"], "{:g}"), *(chosen if split else []), _fmt(m.get("median_user_tok_s")),
                          _fmt(m.get("output_throughput_per_gpu"), "{:,.0f}"), _fmt(m.get("num_gpus"), "{}"),
                          *(_fmt(m.get(k), "{:,.2f}") for k in doc["sla"]), _Gain(e["gain_vs_baseline"]),

@@ -215,7 +215,8 @@ def recheck_sweep_point(item: Study, repo: Path) -> list[str]:
 def recheck_probe(item: Study, repo: Path) -> list[str]:
     """Simulate the first committed probe of a what-if again (its arm alone) and compare its row exactly."""
     from simlab.studies.table_csv import csv_text
-    from simlab.studies.whatif import Probe, ProbeTask, prepare_whatif, probe_rows, run_probe
+    from simlab.studies.tasks import ScenarioTask, run_task
+    from simlab.studies.whatif import Probe, prepare_whatif, probe_rows
 
     folder = repo / "reports" / item.name
     header, rows = _read_csv(folder / "probes.csv")
@@ -223,7 +224,7 @@ def recheck_probe(item: Study, repo: Path) -> list[str]:
     question = prepare_whatif(repo / item.scenario, **item.options)
     arm = question.arm_labels.index(first["arm"])
     value = json.loads(first[question.field])
-    result = run_probe(ProbeTask(question.point(value, [arm]), str(question.file)))
+    result = run_task(ScenarioTask(question.point(value, [arm]), str(question.file)))
     if result["arms"] is None:
         return [f"the probe {question.field}={value} of {item.name} failed: {result['error']}"]
     metrics = next(iter(result["arms"].values()))
@@ -239,7 +240,8 @@ def recheck_probe(item: Study, repo: Path) -> list[str]:
 def recheck_plan(item: Study, repo: Path) -> list[str]:
     """Simulate the committed plan's first candidate (its chosen deployment, when one meets the SLA) again and
     compare its metrics exactly (but the wall time)."""
-    from simlab.studies.plan_search import DeploymentTask, run_deployment
+    from simlab.studies.plan_search import deployment_result
+    from simlab.studies.tasks import ScenarioTask, run_task
     from simlab.studies.plan_config import read_plan
     from simlab.studies.plan_space import deployment_scenario, build_families, enumerate_layouts, plan_load
 
@@ -259,7 +261,8 @@ def recheck_plan(item: Study, repo: Path) -> list[str]:
     if family is None:
         return [f"{item.scenario} no longer has the layout and arm of reports/{item.name}/plan.json's first candidate"]
     value = first["disaggregation"] or first["replicas"]
-    result = run_deployment(DeploymentTask(deployment_scenario(spec, family, value), str(spec.file.resolve())))
+    result = deployment_result(run_task(ScenarioTask(deployment_scenario(spec, family, value), str(spec.file.resolve()),
+                                                     shared_cost=True)))
 
     def timeless(metrics):
         return {k: v for k, v in (metrics or {}).items() if k != "sim_wall_s"}

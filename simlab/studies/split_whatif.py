@@ -11,6 +11,7 @@ search itself is the what-if's (whatif._search); this module says what a split i
 from __future__ import annotations
 
 from simlab.studies.search import Answer
+from simlab.studies.labels import split_label
 
 SPLIT_FIELD = "engine.disaggregation"
 DEFAULT_HIGH_FACTOR = 4  # without --high: up to 4 x the scenario's own total
@@ -19,10 +20,6 @@ DEFAULT_HIGH_FACTOR = 4  # without --high: up to 4 x the scenario's own total
 def splits(total: int) -> list[dict]:
     """Every split of ``total`` replicas into two non-empty pools."""
     return [{"prefill_replicas": p, "decode_replicas": total - p} for p in range(1, total)]
-
-
-def label(split: dict) -> str:
-    return f"{split['prefill_replicas']}:{split['decode_replicas']}"
 
 
 def total_of(split: dict) -> int:
@@ -42,7 +39,7 @@ def answer_entry(probes: list, arm: int, answer: Answer) -> dict:
     split that met the SLA at that total."""
     mine = [p for p in probes if p.arm == arm]
     chosen = best_split(probes, arm, answer.value) if answer.value is not None else None
-    meeting = [label(p.value) for p in mine if p.meets and answer.value is not None
+    meeting = [split_label(p.value) for p in mine if p.meets and answer.value is not None
                and total_of(p.value) == answer.value]
     by_total: dict[int, bool] = {}
     for p in mine:

@@ -12,53 +12,20 @@ from __future__ import annotations
 
 import json
 import time
-import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-from simlab.common.errors import InputError
 from simlab.common.outputs import check_out_dir, open_resumable_dir, read_manifest, write_file_atomic
 from simlab.studies.figures import format_value
-from simlab.studies.executors import TaskLost, make_executor
+from simlab.studies.executors import make_executor
 from simlab.studies.grid import Point, Sweep, load_sweep, read_sweep
 from simlab.studies.progress import StudyProgress
+from simlab.studies.tasks import ScenarioTask, outcome, run_task
 from simlab.studies.table_csv import WALL_CLOCK_KEYS, csv_text, metric_columns
 
 SWEEP_KIND = "sweep"
 CSV_REWRITE_S = 1.0  # at most one sweep.csv rewrite per second while points finish (and one at the end)
-
-
-@dataclass(frozen=True)
-class PointTask:
-    """What a worker needs to run one point (picklable)."""
-
-    point_id: str
-    data: dict
-    file: str
-    out: str
-    plot: bool
-    command: Optional[str]
-
-
-def run_point(task: PointTask) -> dict:
-    """Run one point into its results folder. Never raises: an error comes back as data, with its traceback."""
-    from simlab.common.json_text import dumps
-    from simlab.config.loading import scenario_from_data
-    from simlab.runner import run_scenario
-
-    started = time.perf_counter()
-    try:
-        loaded = scenario_from_data(task.data, file=task.file)
-        results = run_scenario(loaded, out=task.out, jobs=1, plot=task.plot, command=task.command)
-        arms = json.loads(dumps(results.arms))  # exactly what summary.json holds (NaN as null)
-        return {"arms": arms, "error": None, "wall_s": time.perf_counter() - started}
-    except InputError as err:
-        return {"arms": None, "error": err.message, "wall_s": time.perf_counter() - started}
-    except Exception as exc:
-        text = str(exc).strip().splitlines()
-        return {"arms": None, "error": f"{type(exc).__name__}: {text[0] if text else ''}".strip(),
-                "traceback": traceback.format_exc(), "wall_s": time.perf_counter() - started}
 
 
 @dataclass
@@ -198,11 +165,11 @@ def run_sweep(scenario, out=None, *, executor: str = "local", workers: Optional[
         _read_previous(out_dir, state)
         todo = [p for p in sweep.points if p.id not in state.arms]
         _write_tables(out_dir, state)
-        tasks = [PointTask(p.id, p.data, str(sweep.file), str(point_dir(out_dir, p)), plot, command) for p in todo]
+        tasks = [ScenarioTask(p.data, str(sweep.file), str(point_dir(out_dir, p)), plot, command) for p in todo]
         progress.start(len(todo), skipped=len(sweep.points) - len(todo), label="points")
         last_write = time.perf_counter()
         try:
-            for index, result in pool.run(run_point, tasks):
+            for index, result in pool.run(run_task, tasks):
                 point = todo[index]
                 _record(out_dir, state, point, result)
                 label = ", ".join(f"{k}={format_value(v)}" for k, v in point.values.items())
@@ -240,8 +207,7 @@ def _read_previous(out_dir: Path, state: SweepState) -> None:
 
 def _record(out_dir: Path, state: SweepState, point: Point, result: Any) -> None:
     log = out_dir / "failed" / f"{point.id}.txt"
-    if isinstance(result, TaskLost):
-        result = {"arms": None, "error": f"the worker running this point failed ({result.error})"}
+    result = outcome(result)
     state.wall_s[point.id] = result.get("wall_s")
     if result["arms"] is not None:
         state.arms[point.id] = result["arms"]

@@ -18,42 +18,21 @@ from typing import Any, Optional
 
 from simlab.common.errors import InputError
 from simlab.common.outputs import check_out_dir, staged_dir
-from simlab.studies.executors import TaskLost, make_executor
+from simlab.studies.executors import make_executor
 from simlab.studies.grid import data_sha256
 from simlab.studies.paths import check_path, get_path, set_path
 from simlab.studies.progress import StudyProgress
 from simlab.studies.search import FIND_DEFAULTS, Answer, SearchRange, threshold_search
 from simlab.studies.sla import SLA, check_metrics_known, parse_sla
-from simlab.studies.split_whatif import (DEFAULT_HIGH_FACTOR, SPLIT_FIELD, answer_entry, label as split_label,
+from simlab.studies.split_whatif import (DEFAULT_HIGH_FACTOR, SPLIT_FIELD, answer_entry,
                                          splits, total_of)
 from simlab.studies.table_csv import csv_text, metric_columns
+from simlab.studies.tasks import ScenarioTask, outcome, run_task
+from simlab.studies.labels import split_label
 
 WHATIF_KIND = "whatif"
 RANGE_FACTOR = 64  # without --low/--high: [start / 64, start x 64] (integers from 1)
 DEFAULT_RTOL = 0.02
-
-
-@dataclass(frozen=True)
-class ProbeTask:
-    """One simulation of a what-if: the scenario with the varied field set, limited to some arms."""
-
-    data: dict
-    file: str
-
-
-def run_probe(task: ProbeTask) -> dict:
-    """Simulate one probe; errors come back as data."""
-    from simlab.common.json_text import dumps
-    from simlab.config.loading import scenario_from_data
-    from simlab.runner import run_scenario
-
-    try:
-        results = run_scenario(scenario_from_data(task.data, file=task.file), jobs=1, plot=False)
-        return {"arms": json.loads(dumps(results.arms)), "error": None}
-    except InputError as err:
-        return {"arms": None, "error": err.message, "input_error": True}
-    except Exception as exc:
-        return {"arms": None, "error": f"{type(exc).__name__}: {exc}", "input_error": False}
 
 
 @dataclass
@@ -238,23 +217,22 @@ def _run_pairs(question: WhatIf, pool, progress: StudyProgress, pairs: list[tupl
     for arm, value in pairs:
         groups.setdefault(json.dumps(value), (value, []))[1].append(arm)
     order = list(groups.values())
-    tasks = [ProbeTask(question.point(value, arms), str(question.file.resolve())) for value, arms in order]
+    tasks = [ScenarioTask(question.point(value, arms), str(question.file.resolve())) for value, arms in order]
     progress.add(len(tasks))
     results: dict[int, Any] = {}
-    for index, result in pool.run(run_probe, tasks):
-        results[index] = result
+    for index, result in pool.run(run_task, tasks):
+        results[index] = result = outcome(result)
         value, arms = order[index]
-        failed = isinstance(result, TaskLost) or result["arms"] is None
+        failed = result["arms"] is None
         progress.done(f"{question.field}={_show(question, value)} ({len(arms)} arm{'s' if len(arms) != 1 else ''})",
                       failed=failed)
     probes: list[Probe] = []
     for index in sorted(results):  # probes.csv in a fixed order, whatever order the probes finished in
         result = results[index]
         value, arms = order[index]
-        if isinstance(result, TaskLost) or result["arms"] is None:
-            error = result.error if isinstance(result, TaskLost) else result["error"]
-            problem = f"the probe {question.field}={_show(question, value)} failed: {error}"
-            if isinstance(result, dict) and result.get("input_error"):
+        if result["arms"] is None:
+            problem = f"the probe {question.field}={_show(question, value)} failed: {result['error']}"
+            if result["input_error"]:
                 raise InputError(problem, file=question.file)
             raise RuntimeError(problem)
         metrics_by_arm = list(result["arms"].values())
