@@ -16,7 +16,7 @@ import numpy as np
 
 from simlab.config.hardware import AicHardware
 from simlab.hardware.aiconfigurator import GPU_NAMES, MODEL_NAMES, build_aiconfigurator
-from simlab.studies.profile_check import fitted_ids, load_records, simulate_record, users_class
+from simlab.calibration.profile_check import fitted_ids, load_records, simulate_record, users_class
 
 RELEASES = {"vllm": "0.24.0"}  # the database's release per engine used here (h100_sxm)
 METRICS = ("mean_tpot_ms", "output_throughput_tok_s")

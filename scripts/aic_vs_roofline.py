@@ -8,14 +8,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from simlab.config.hardware import AicHardware, RooflineHardware
-from simlab.hardware.aiconfigurator import _engine
+from simlab.hardware.aiconfigurator import aic_engine
 from simlab.hardware.profiles import build_cost_model
 
 
 def main() -> None:
     """Print the table."""
     cfg = AicHardware(kind="aiconfigurator", gpu="h100-sxm", model="qwen3-8b")
-    engine = _engine(cfg, None)
+    engine = aic_engine(cfg, None)
     roofline = build_cost_model(RooflineHardware(kind="roofline", gpu="h100-sxm", model="qwen3-8b"),
                                 base_dir=Path("."), file=None)
     print("| batch | context/request | database ms | roofline ms | roofline/database |\n|---|---|---|---|---|")

@@ -4,7 +4,7 @@
     python scripts/calibrate_hardware.py            # refit; rewrite fitted.yaml if anything changed
     python scripts/calibrate_hardware.py --check    # exit 1 if fitted.yaml is missing or stale
     python scripts/calibrate_hardware.py --summary  # also print each GPU's parameters and stated error
-    python scripts/calibrate_hardware.py --markdown # print the parameter and error tables of docs/hardware.md
+    python scripts/calibrate_hardware.py --markdown # print the tables of docs/roofline.md and docs/calibration.md
 
 ``scripts/make_profiles.py`` runs this first, then regenerates the shipped profiles from the fit.
 """
@@ -20,7 +20,7 @@ import yaml
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from simlab.hardware.calfit import calibrate, dump_fitted  # noqa: E402
+from simlab.calibration.stages import calibrate, dump_fitted  # noqa: E402
 
 FOLDER = REPO / "hw_profiles" / "calibration"
 FITTED = FOLDER / "fitted.yaml"
@@ -33,9 +33,7 @@ def refit(folder: Path = FOLDER, fitted: Path = FITTED, *, check: bool = False) 
     from simlab.common.outputs import write_file_atomic
     from simlab.hardware.calibration import forget_fitted
 
-    from simlab.studies.profile_check import replay_record
-
-    data = calibrate(folder, replay_record)
+    data = calibrate(folder)
     old = yaml.safe_load(fitted.read_text(encoding="utf-8")) if fitted.is_file() else None
     stale = old != yaml.safe_load(dump_fitted(data))
     if stale and not check:
@@ -51,7 +49,7 @@ def engine_errors(folder: Path = FOLDER, *, write: bool = True) -> bool:
     """Simulate every engine measurement on the fit in force; rewrite engine_error.yaml if it changed (unless
     ``write`` is false). Returns whether it was stale."""
     from simlab.common.outputs import write_file_atomic
-    from simlab.studies.profile_check import (
+    from simlab.calibration.profile_check import (
         ERROR_FILE,
         check_records,
         error_document,
@@ -97,7 +95,7 @@ def _pct(value: float) -> str:
 
 
 def stacks_markdown(data: dict) -> str:
-    """docs/hardware.md's table of the serving stacks' fitted parameters (stage 3), per GPU with its own fit."""
+    """docs/calibration.md's table of the serving stacks' fitted parameters (stage 3), per GPU with its own fit."""
     lines = ["| GPU | stack | step_overhead_s | request_overhead_s | attention_efficiency | prefill_efficiency | "
              "quantized_efficiency | fitted | from |", "|---|---|---|---|---|---|---|---|---|"]
     for gpu, entry in data["gpus"].items():
@@ -115,7 +113,7 @@ def stacks_markdown(data: dict) -> str:
 
 
 def engine_error_markdown(folder: Path = FOLDER) -> str:
-    """docs/hardware.md's table of the error on engine measurements (engine_error.yaml's summary)."""
+    """docs/calibration.md's table of the error on engine measurements (engine_error.yaml's summary)."""
     document = yaml.safe_load((folder / "engine_error.yaml").read_text(encoding="utf-8"))
     lines = ["| GPU | stack | target | precision | drafter | role | users | points | median error | worst error |",
              "|---|---|---|---|---|---|---|---|---|---|"]
@@ -135,8 +133,8 @@ def engine_error_markdown(folder: Path = FOLDER) -> str:
 
 
 def markdown(data: dict) -> str:
-    """The tables docs/hardware.md shows: fitted parameters per GPU, the stated error per GPU, the serving stacks'
-    parameters and their error on engine measurements."""
+    """The tables docs/roofline.md and docs/calibration.md show: fitted parameters per GPU, the stated error per
+    GPU, the serving stacks' parameters and their error on engine measurements."""
     engines = sorted({e for entry in data["gpus"].values() for e in entry["engines"]})
     head = ("| GPU | bw_efficiency | flop_efficiency | knee_width | corner (tokens) | elementwise_efficiency | "
             "kernel_launch_s | attention_efficiency | " + " | ".join(f"{e} overhead" for e in engines)
@@ -172,7 +170,7 @@ def markdown(data: dict) -> str:
 
 
 def moe_markdown(data: dict) -> str:
-    """docs/hardware.md's table of the stacks' routed-expert latency (stage 4)."""
+    """docs/calibration.md's table of the stacks' routed-expert latency (stage 4)."""
     lines = ["| stack | moe_hidden_overhead_s (per 1,024 of the hidden size) | standard error | fitted on | "
              "rms log residual |",
              "|---|---|---|---|---|"]
@@ -185,7 +183,7 @@ def moe_markdown(data: dict) -> str:
 
 
 def speculative_markdown(data: dict) -> str:
-    """docs/hardware.md's table of the stacks' host time of speculative decoding (stage 5)."""
+    """docs/calibration.md's table of the stacks' host time of speculative decoding (stage 5)."""
     lines = ["| stack | spec_round_overhead_s | draft_forward_overhead_s | standard errors | fitted on | "
              "rms log residual |", "|---|---|---|---|---|---|"]
     for stack, m in (data.get("speculative") or {}).items():
@@ -203,7 +201,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="only report a stale fit; exit 1 if stale")
     parser.add_argument("--summary", action="store_true", help="print the fitted parameters and errors")
-    parser.add_argument("--markdown", action="store_true", help="print docs/hardware.md's tables of the fit")
+    parser.add_argument("--markdown", action="store_true",
+                        help="print the tables of the fit (docs/roofline.md, docs/calibration.md)")
     args = parser.parse_args(argv)
     data, stale = refit(check=args.check or args.markdown)
     if args.markdown:

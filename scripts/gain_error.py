@@ -1,6 +1,6 @@
 #!/usr/bin/env python
 """Simulate every pair of public engine runs with and without speculation and write
-hw_profiles/calibration/gain_error.yaml (the gain's stated error; docs/hardware.md shows its summary).
+hw_profiles/calibration/gain_error.yaml (the gain's stated error; docs/calibration.md shows its summary).
 
     python scripts/gain_error.py            # rewrite gain_error.yaml and the docs table
     python scripts/gain_error.py --check    # exit 1 if either is stale
@@ -18,10 +18,10 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from simlab.common.doc_tables import replace_between, table_between  # noqa: E402
-from simlab.studies.gain_check import GAIN_FILE, check_gains, gain_document, markdown_table  # noqa: E402
+from simlab.calibration.gain_check import GAIN_FILE, check_gains, gain_document, markdown_table  # noqa: E402
 
 TARGET = REPO / "hw_profiles" / "calibration" / GAIN_FILE
-DOCS = REPO / "docs" / "hardware.md"
+DOCS = REPO / "docs" / "calibration.md"
 
 
 def main() -> int:

@@ -35,7 +35,7 @@ def by_band(rows: list[tuple]):
 def main() -> int:
     from simlab.hardware.kernel_curves import curves_file
     from simlab.hardware.specs import get_model
-    from simlab.studies.profile_check import load_records, simulate_record
+    from simlab.calibration.profile_check import load_records, simulate_record
 
     rows = []
     for record in load_records():
@@ -76,9 +76,9 @@ def gain_rows():
     from simlab.hardware.kernel_curves import curves_file
     from simlab.hardware.specs import get_model
     from simlab.runner import run_scenario
-    from simlab.studies.gain_check import (LoadRecord, load_scenario, pairs, read_load_records,
+    from simlab.calibration.gain_check import (LoadRecord, load_scenario, pairs, read_load_records,
                                            simulate_load_record)
-    from simlab.studies.profile_check import fitted_ids, load_records, simulate_record
+    from simlab.calibration.profile_check import fitted_ids, load_records, simulate_record
 
     def on_operations(record) -> float:
         hardware = {"kind": "operations", "gpu": record.gpu, "model": record.model,

@@ -1,5 +1,6 @@
 #!/usr/bin/env python
-"""Write the results paragraph of each shipped study in docs/studies.md from its committed report (reports/<study>/),
+"""Write the results paragraph of each shipped study in docs/shipped-studies.md from its committed report
+(reports/<study>/),
 between the markers ``<!-- BEGIN study results: NAME -->`` and ``<!-- END study results: NAME -->``: every number in
 those paragraphs is read from the same report the page shows.
 
@@ -18,7 +19,7 @@ from pathlib import Path
 import pandas as pd
 
 REPO = Path(__file__).resolve().parent.parent
-DOC = REPO / "docs" / "studies.md"
+DOC = REPO / "docs" / "shipped-studies.md"
 THR, USER, VERIFY = "output_throughput_per_gpu", "median_user_tok_s", "mean_verify_tokens_per_request_step"
 
 
@@ -333,10 +334,10 @@ def main(argv: list[str] | None = None) -> int:
             text = head + begin + "\n" + fresh + "\n" + end + rest.split(end, 1)[1]
     if args.check:
         if stale:
-            print("stale in docs/studies.md: " + ", ".join(stale) + " (run python scripts/study_prose.py)",
+            print("stale in docs/shipped-studies.md: " + ", ".join(stale) + " (run python scripts/study_prose.py)",
                   file=sys.stderr)
             return 1
-        print("docs/studies.md's study results match the reports")
+        print("docs/shipped-studies.md's study results match the reports")
         return 0
     if stale:
         DOC.write_text(text, encoding="utf-8")

@@ -15,5 +15,5 @@ from simlab.schedulers.registry import write_docs_table  # noqa: E402
 if __name__ == "__main__":
     changed = write_docs_table(str(REPO / "docs" / "schedulers.md"))
     print("docs/schedulers.md " + ("updated" if changed else "up to date"))
-    changed = replace_between(REPO / "docs" / "hardware.md", "releases table", releases_table())
-    print("docs/hardware.md " + ("updated" if changed else "up to date"))
+    changed = replace_between(REPO / "docs" / "serving-stacks.md", "releases table", releases_table())
+    print("docs/serving-stacks.md " + ("updated" if changed else "up to date"))

@@ -89,9 +89,8 @@ def _mount_subcommands() -> None:
     from simlab.real.cli import real_app
     from simlab.real.profiler.cli import profile_command
     from simlab.real.validate.cli import validate_command
-    from simlab.studies.check_cli import profiles_check_command
+    from simlab.calibration.cli import fit_command, profiles_check_command
     from simlab.studies.cli import plan_command, report_command, sweep_command, whatif_command
-    from simlab.studies.fit_cli import fit_command
     from simlab.workload.cli import traces_app
 
     app.command("audit")(audit_command)

@@ -32,7 +32,7 @@ def probe() -> dict:
     import yaml
 
     from simlab.runner import run_scenario
-    from simlab.studies.gain_check import read_load_records, simulate_load_record
+    from simlab.calibration.gain_check import read_load_records, simulate_load_record
 
     quickstart = yaml.safe_load((REPO / "scenarios" / "quickstart.yaml").read_text(encoding="utf-8"))
     quickstart["workload"]["max_requests"] = 400

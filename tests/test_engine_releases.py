@@ -159,7 +159,7 @@ def test_docs_table_is_generated_from_the_release_files():
     from simlab.common.doc_tables import table_between
     from simlab.hardware.release_table import markdown_table
 
-    text = (Path(__file__).parent.parent / "docs" / "hardware.md").read_text(encoding="utf-8")
+    text = (Path(__file__).parent.parent / "docs" / "serving-stacks.md").read_text(encoding="utf-8")
     assert table_between(text, "releases table").strip() == markdown_table(), "run python scripts/update_docs_tables.py"
 
 

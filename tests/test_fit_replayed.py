@@ -1,4 +1,4 @@
-"""The calibration fit on the engine replay (simlab.hardware.calfit.replayed): closed forms with a known
+"""The calibration fit on the engine replay (simlab.calibration.stages.replayed): closed forms with a known
 correction, where the fixed point is exact, and the replay the shipped fit uses."""
 
 from dataclasses import replace
@@ -6,8 +6,8 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from simlab.hardware.calfit.lsq import fit_log
-from simlab.hardware.calfit.replayed import RATIO_TOLERANCE, fit_replayed
+from simlab.calibration.stages.lsq import fit_log
+from simlab.calibration.stages.replayed import RATIO_TOLERANCE, fit_replayed
 from simlab.hardware.device import RooflineParams
 
 BASE = RooflineParams()
@@ -81,7 +81,7 @@ def test_the_replay_the_fit_uses_is_the_engine_check_itself():
     simulates, so the fit minimises the error the check states."""
     from simlab.config.hardware import RooflineHardware
     from simlab.hardware.calibration import resolve_params
-    from simlab.studies.profile_check import load_records, replay_record, simulate_record
+    from simlab.calibration.profile_check import load_records, replay_record, simulate_record
 
     records = load_records()
     for record in (

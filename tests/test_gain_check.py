@@ -1,11 +1,11 @@
-"""Speculation's gain, simulated against measured (simlab.studies.gain_check): pairs, releases, tree acceptance,
+"""Speculation's gain, simulated against measured (simlab.calibration.gain_check): pairs, releases, tree acceptance,
 the replay of a run at load on its release's limits, and the summary's arithmetic."""
 
 from __future__ import annotations
 
 import pytest
 
-from simlab.studies.gain_check import (GainRow, _tree_acceptance, check_gains, gain_summary, load_scenario, pairs,
+from simlab.calibration.gain_check import (GainRow, _tree_acceptance, check_gains, gain_summary, load_scenario, pairs,
                                        read_load_records, release_for)
 
 HEADER = ("id,pair,source,engine,engine_version,gpu,num_gpus,tensor_parallel,expert_parallel,model,checkpoint,"
@@ -88,7 +88,7 @@ def test_the_gain_its_error_and_its_sign(tmp_path):
 
 
 def test_the_summary_counts_signs_only_where_they_are_clear():
-    from simlab.hardware.calfit.serving import ServingRecord
+    from simlab.calibration.stages.serving import ServingRecord
 
     def record(users):
         return ServingRecord("r", "s", "sglang", "h100-sxm", 1, "qwen3-8b", "bf16", "bf16", 1, 1, users, 1, 1, 1,
@@ -106,25 +106,25 @@ def test_the_summary_counts_signs_only_where_they_are_clear():
 
 
 def test_the_stated_gain_error_is_current():
-    """gain_error.yaml is every pair simulated by this code, and docs/hardware.md shows its summary."""
+    """gain_error.yaml is every pair simulated by this code, and docs/calibration.md shows its summary."""
     from pathlib import Path
 
     import yaml
 
     from simlab.common.doc_tables import table_between
-    from simlab.studies.gain_check import GAIN_FILE, gain_document, markdown_table
+    from simlab.calibration.gain_check import GAIN_FILE, gain_document, markdown_table
 
     repo = Path(__file__).parent.parent
     document = gain_document(check_gains())
     stated = yaml.safe_load((repo / "hw_profiles" / "calibration" / GAIN_FILE).read_text(encoding="utf-8"))
     assert stated == yaml.safe_load(yaml.safe_dump(document, sort_keys=False)), "run python scripts/gain_error.py"
-    docs = (repo / "docs" / "hardware.md").read_text(encoding="utf-8")
+    docs = (repo / "docs" / "calibration.md").read_text(encoding="utf-8")
     assert table_between(docs, "gain table").strip() == markdown_table(document)
 
 
 def test_runs_already_simulated_are_not_simulated_again(tmp_path):
     """profiles check hands the gain check the throughputs it simulated: those are used as given."""
-    from simlab.studies.gain_check import simulate_load_record
+    from simlab.calibration.gain_check import simulate_load_record
 
     path = _file(tmp_path, [_row("a0", "a", tput=1000.0), _row("a1", "a", method="eagle3", gamma=3, tau=2.5,
                                                                 tput=600.0)])
@@ -155,15 +155,15 @@ def test_a_run_that_names_no_release_replays_with_overlap_off_under_speculation(
 def test_spec_v2_runs_of_the_engine_file_replay_with_overlap_on():
     """SGLang PR #23000 measured DFlash with spec V1 (overlap off) and V2 (SGLANG_ENABLE_SPEC_V2, overlap on): the
     replay gives each its own, and the V2 run is the faster, as measured (1.37x at one user)."""
-    from simlab.studies.profile_check import load_records, record_scenario
+    from simlab.calibration.profile_check import load_records, record_scenario
 
     runs = {r.id: r for r in load_records() if r.source == "sglang-pr23000-dflash" and r.concurrency == 1}
     v1, v2 = (next(r for k, r in runs.items() if f"specv{n}" in k) for n in (1, 2))
     assert (v1.overlapped, v2.overlapped) == (False, True)
     assert record_scenario(v2)["engine"]["overlap_schedule"] is True
     assert v2.output_throughput_tok_s / v1.output_throughput_tok_s == pytest.approx(1.373, abs=0.001)
-    from simlab.studies.profile_check import simulate_record
+    from simlab.calibration.profile_check import simulate_record
 
     simulated = [simulate_record(r)["output_throughput_tok_s"] for r in (v1, v2)]
-    # the hidden 0.9 ms of a round of about 7 ms: docs/hardware.md states 1.19 against the measured 1.37
+    # the hidden 0.9 ms of a round of about 7 ms: docs/calibration.md states 1.19 against the measured 1.37
     assert 1.1 < simulated[1] / simulated[0] < 1.373

@@ -23,7 +23,7 @@ def _build(cfg: AicHardware):
 
 def test_grid_equals_the_database_at_its_sample_points():
     model = _build(CFG)
-    engine = aicm._engine(CFG, None)
+    engine = aicm.aic_engine(CFG, None)
     for c in aicm.CONTEXT_TOKENS:
         for b in aicm.BATCH_TOKENS:
             want_s = engine.decode_step_latency(b, max(1, c // b), 2) / 1e3
@@ -31,7 +31,7 @@ def test_grid_equals_the_database_at_its_sample_points():
 
 
 def test_issue_tpot_figures_reproduce():
-    engine = aicm._engine(CFG, None)
+    engine = aicm.aic_engine(CFG, None)
     for users, tpot_ms in ((1, 6.4), (32, 9.5), (128, 16.4)):
         got_ms = engine.predict_decode_latency(users, 1024, 1024) / 1024
         assert got_ms == pytest.approx(tpot_ms, abs=0.1)

@@ -32,9 +32,9 @@ def replayed_numbers(run: dict, label: str) -> dict:
     from dataclasses import replace
 
     from simlab.config.hardware import RooflineHardware
-    from simlab.hardware.benchfit import run_record
+    from simlab.calibration.benchfit import run_record
     from simlab.hardware.roofline_build import build_roofline
-    from simlab.studies.profile_check import replay_record
+    from simlab.calibration.profile_check import replay_record
 
     record = run_record(run, label=label, gpu="h100-sxm", model="qwen3-8b", stack="vllm", precision="bf16",
                         kv_precision="bf16", max_num_seqs=1024, max_batch_tokens=8192)
@@ -89,8 +89,8 @@ def test_the_fit_recovers_the_step_overhead_and_writes_a_loadable_profile(tmp_pa
     assert fit_doc["residual_max_abs"] < 0.002 and len(fit_doc["residuals"]) == 8  # TPOT and throughput of 4 runs
     assert fit_doc["residuals_of"] == "engine replay"
     # the file's own error, stated beside the roofline's: what a scenario naming the profile gets on these runs
-    from simlab.hardware.benchfit import read_runs, run_record
-    from simlab.studies.profile_check import simulate_record
+    from simlab.calibration.benchfit import read_runs, run_record
+    from simlab.calibration.profile_check import simulate_record
 
     errors = []
     for path in FILES:
@@ -153,7 +153,7 @@ def test_the_fixtures_are_in_the_engines_formats():
 def test_an_older_vllm_result_without_max_concurrency_counts_every_request_at_once():
     """vLLM 0.5-0.6's benchmark_serving.py wrote no max_concurrency and request_rate "inf" (every request sent
     at once), with per-request lists beside the totals."""
-    from simlab.hardware.benchfit import read_runs, run_record
+    from simlab.calibration.benchfit import read_runs, run_record
 
     doc = {"date": "20240907-082731", "backend": "vllm", "num_prompts": 10, "request_rate": "inf", "duration": 5.37,
            "completed": 10, "total_input_tokens": 1369, "total_output_tokens": 1867, "output_throughput": 347.9,
@@ -184,8 +184,8 @@ def test_a_multi_gpu_mixture_of_experts_fits_on_its_layout_and_a_bad_layout_name
 
 def _speculative_runs(path: Path, gamma: int, taus: list[float], concurrencies: list[int], truth) -> None:
     """SGLang bench_serving lines of speculative runs, their numbers made by the engine's replay with ``truth``."""
-    from simlab.hardware.calfit.serving import ServingRecord
-    from simlab.studies.profile_check import replay_record
+    from simlab.calibration.stages.serving import ServingRecord
+    from simlab.calibration.profile_check import replay_record
 
     lines = []
     for tau, users in zip(taus, concurrencies):

@@ -14,9 +14,9 @@ import yaml
 from simlab.common.errors import InputError
 from simlab.config.hardware import RooflineHardware
 from simlab.hardware import RooflineCostModel
-from simlab.hardware.calfit import calibrate
-from simlab.hardware.calfit.fit import engine_params, fit_end_to_end, fit_operators, operator_params
-from simlab.hardware.calfit.observe import (
+from simlab.calibration.stages import calibrate
+from simlab.calibration.stages.fit import engine_params, fit_end_to_end, fit_operators, operator_params
+from simlab.calibration.stages.observe import (
     ELEMENTWISE_OPS,
     GEMM_OPS,
     OperatorRows,
@@ -207,10 +207,8 @@ def _close(a, b, path="") -> None:
 
 
 def test_the_shipped_fit_regenerates_from_the_calibration_data():
-    from simlab.studies.profile_check import replay_record
-
     shipped = yaml.safe_load(fitted_path().read_text(encoding="utf-8"))
-    refit = yaml.safe_load(yaml.safe_dump(calibrate(REPO / "hw_profiles" / "calibration", replay_record)))
+    refit = yaml.safe_load(yaml.safe_dump(calibrate(REPO / "hw_profiles" / "calibration")))
     _close(shipped, refit)
 
 

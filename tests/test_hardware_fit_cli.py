@@ -13,7 +13,7 @@ from simlab.config.hardware import RooflineHardware
 from simlab.hardware import load_profile
 from simlab.hardware.knee import knee
 from simlab.hardware.roofline_build import build_roofline
-from simlab.hardware.userfit import fit_profile, read_measurements
+from simlab.calibration.userfit import fit_profile, read_measurements
 
 NOISE = 0.02  # log noise on synthetic measurements
 Z = 4.0

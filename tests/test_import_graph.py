@@ -18,7 +18,7 @@ FLOORS = {
     "workload": 3, "hardware": 3, "acceptance": 3, "results": 3, "audit": 3,
     "engine": 4,
     "runner": 5,  # the composition root: runner.py, arms.py, arm_engines.py, pools.py, progress.py
-    "real": 6,
+    "real": 6, "calibration": 6,
     "studies": 7, "simlab": 7,  # simlab: the package's own __init__ (the library API)
     "cli": 8,  # cli.py and __main__.py
 }

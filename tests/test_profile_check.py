@@ -1,5 +1,5 @@
 """``simlab profiles check``: the stated error against public engine measurements is recomputed from the data set
-and must not drift from hw_profiles/calibration/engine_error.yaml (which docs/hardware.md shows)."""
+and must not drift from hw_profiles/calibration/engine_error.yaml (which docs/calibration.md shows)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from simlab.studies.profile_check import (
+from simlab.calibration.profile_check import (
     ERROR_FILE,
     check_records,
     error_table,
@@ -54,7 +54,7 @@ def test_the_recomputed_error_is_the_stated_one(rows):
 
 
 def test_the_leave_one_source_out_error_is_the_stated_one():
-    from simlab.studies.profile_check import leave_one_source_out
+    from simlab.calibration.profile_check import leave_one_source_out
 
     stated = yaml.safe_load(STATED.read_text(encoding="utf-8"))["leave_one_source_out"]
     assert leave_one_source_out() == stated

@@ -1,4 +1,4 @@
-"""The serving stack's host time of speculative decoding (stage 5 of the fit, simlab.hardware.calfit.speculative):
+"""The serving stack's host time of speculative decoding (stage 5 of the fit, simlab.calibration.stages.speculative):
 paid once per round and once per drafter forward, fitted on runs at several draft lengths, and shipped."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from simlab.config.hardware import RooflineHardware
-from simlab.hardware.calfit.serving import ServingRecord
-from simlab.hardware.calfit.speculative import fit_host_time, predict_speculative
+from simlab.calibration.stages.serving import ServingRecord
+from simlab.calibration.stages.speculative import fit_host_time, predict_speculative
 from simlab.hardware.device import RooflineParams
 from simlab.hardware.export import ExportSettings, _roofline_table
 from simlab.hardware.roofline_build import build_roofline

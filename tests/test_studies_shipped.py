@@ -18,9 +18,9 @@ def test_every_shipped_study_is_listed_and_documented():
     root = REPO / "scenarios" / "studies"
     files = sorted(p.relative_to(root).with_suffix("").as_posix() for p in root.rglob("*.yaml"))
     assert files == sorted(s.name for s in STUDIES)
-    docs = (REPO / "docs" / "studies.md").read_text(encoding="utf-8")
+    docs = (REPO / "docs" / "shipped-studies.md").read_text(encoding="utf-8")
     for item in STUDIES:
-        assert f"### {item.name}" in docs, f"docs/studies.md has no paragraph on {item.name}"
+        assert f"### {item.name}" in docs, f"docs/shipped-studies.md has no paragraph on {item.name}"
         assert f"reports/{item.name}/" in docs
 
 

@@ -1,4 +1,4 @@
-"""docs/studies.md's results paragraphs are what scripts/study_prose.py writes from the committed reports."""
+"""docs/shipped-studies.md's results paragraphs are what scripts/study_prose.py writes from the committed reports."""
 
 from __future__ import annotations
 
@@ -15,10 +15,10 @@ def _script():
 
 def test_every_study_paragraph_is_written_from_its_report():
     script = _script()
-    doc = (REPO / "docs" / "studies.md").read_text(encoding="utf-8")
+    doc = (REPO / "docs" / "shipped-studies.md").read_text(encoding="utf-8")
     for name in script.STUDIES:
         assert script.written(doc, name) == script.paragraph(name), \
-            f"docs/studies.md's {name} results are stale: run python scripts/study_prose.py"
+            f"docs/shipped-studies.md's {name} results are stale: run python scripts/study_prose.py"
 
 
 def test_the_paragraphs_read_the_numbers_of_the_report():

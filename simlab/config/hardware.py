@@ -118,7 +118,7 @@ class RooflineHardware(StrictModel):
     ``none`` the constant efficiencies. Every tuning parameter given overrides the calibration's value; left out, it
     takes the calibration's (or, with ``none``, the default documented in docs/hardware.md). ``tensor_parallel`` splits
     the model over that many GPUs; ``expert_parallel`` (a mixture of experts) places whole experts on that many,
-    with data-parallel attention groups of ``tensor_parallel`` GPUs when it is larger (docs/hardware.md, "Expert
+    with data-parallel attention groups of ``tensor_parallel`` GPUs when it is larger (docs/roofline.md, "Expert
     parallelism").
     """
 

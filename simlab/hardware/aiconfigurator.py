@@ -27,7 +27,7 @@ MODEL_NAMES = {"qwen3-8b": "Qwen/Qwen3-8B", "qwen3-32b": "Qwen/Qwen3-32B", "qwen
                "qwen3-1.7b": "Qwen/Qwen3-1.7B"}
 
 
-def _engine(cfg: AicHardware, file: Optional[str]):
+def aic_engine(cfg: AicHardware, file: Optional[str]):
     """The database's compiled engine for ``cfg``; InputError (exit 2) naming what is valid otherwise."""
     try:
         from aiconfigurator_core.sdk.engine import EngineHandle
@@ -60,7 +60,7 @@ def available_systems() -> list[str]:
 @lru_cache(maxsize=16)
 def table_config(cfg: AicHardware, file: Optional[str] = None) -> TableHardware:
     """The ``kind: table`` config the database gives for ``cfg`` (cached per process)."""
-    engine = _engine(cfg, file)
+    engine = aic_engine(cfg, file)
     rows = [[engine.decode_step_latency(b, max(1, c // b), 2) / 1e3 for b in BATCH_TOKENS] for c in CONTEXT_TOKENS]
     roofline = roofline_for(cfg.gpu, cfg.model, cfg.stack, cfg.tensor_parallel)
     kv_tokens = roofline_kv_tokens(roofline)

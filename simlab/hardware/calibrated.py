@@ -1,7 +1,7 @@
 """The calibrated roofline: the same parts as the plain roofline, priced with fitted, smooth efficiencies.
 
 Per GPU of a tensor-parallel group, a target forward over B decode tokens (padded to Bp) whose R requests hold C
-context tokens in total (docs/hardware.md, "Calibrated roofline"):
+context tokens in total (docs/roofline.md, "Calibrated roofline"):
 
     step = gemm(body, Bp) + gemm(LM head, Bp)                       weights read / FLOPs, joined by the knee
          + Bp x elementwise bytes / (BW x elementwise_efficiency)   norms, rotary, activation, residual adds

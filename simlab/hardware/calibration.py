@@ -3,7 +3,7 @@
 ``hardware: {kind: roofline, gpu, model, stack}`` is calibrated by default: ``calibration: auto`` takes the GPU's
 fit (its operator-level efficiencies) with the stack's fitted host overheads and attention efficiency,
 ``calibration: none`` the old constant efficiencies. Any tuning parameter given in the config overrides the fitted
-value. The fit itself is made by ``scripts/calibrate_hardware.py`` (:mod:`simlab.hardware.calfit`) from the
+value. The fit itself is made by ``scripts/calibrate_hardware.py`` (:mod:`simlab.calibration.stages`) from the
 measurements listed in hw_profiles/calibration/SOURCES.md.
 """
 

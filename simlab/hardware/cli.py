@@ -1,5 +1,5 @@
 """``simlab profiles``: list the shipped hardware profiles, GPUs and models; export any cost model as a file (``fit``
-and ``check`` are mounted by simlab/cli.py from :mod:`simlab.studies.fit_cli` and :mod:`simlab.studies.check_cli`:
+and ``check`` are mounted by simlab/cli.py from :mod:`simlab.calibration.cli`:
 they run the engine).
 
 Mounted by the main command line as ``simlab profiles``. Bad input raises :class:`InputError` (exit 2 there).

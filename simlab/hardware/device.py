@@ -1,6 +1,6 @@
 """Roofline parameters and the effective throughputs of one GPU of a tensor-parallel group.
 
-Defaults are justified in docs/hardware.md ("Parameters"). With ``calibration: none`` a forward's time on one GPU
+Defaults are justified in docs/roofline.md ("Parameters"). With ``calibration: none`` a forward's time on one GPU
 is ``max(bytes / (HBM bytes/s x bw_efficiency), FLOPs / (peak FLOP/s x flop_efficiency))`` plus the
 tensor-parallel all-reduces (not overlapped) plus fixed overheads; a calibrated roofline prices the same parts with
 the smooth knee of :mod:`simlab.hardware.knee` (:class:`simlab.hardware.calibrated.CalibratedDevice`).
@@ -55,13 +55,13 @@ class RooflineParams:
     spec_round_overhead_s: float = 0.0  # host time per speculative round (verify bookkeeping, the draft's setup)
     # an MoE layer's all-to-all with data-parallel attention (simlab.hardware.moe_layout): each of dispatch and
     # combine takes this latency, and its bytes move at alltoall_efficiency of the per-direction NVLink peak
-    # (fitted to pplx-kernels' NVLink EP8 dispatch and combine on H100; docs/hardware.md, "Expert parallelism")
+    # (fitted to pplx-kernels' NVLink EP8 dispatch and combine on H100; docs/roofline.md, "Expert parallelism")
     alltoall_latency_s: float = 4.165e-05
     alltoall_efficiency: float = 0.42
     # the routed-expert kernels' fixed time per MoE layer and forward (routing, token sort, the grouped GEMMs'
     # launch and tail): moe_layer_overhead_s, plus moe_hidden_overhead_s per 1,024 of the hidden size (the fused
     # kernels' serial loop over the hidden dimension, which tensor parallelism does not split); the calibration
-    # fits the second per stack on MoE engine measurements (docs/hardware.md, "Expert parallelism"); 0 when dense
+    # fits the second per stack on MoE engine measurements (docs/roofline.md, "Expert parallelism"); 0 when dense
     moe_layer_overhead_s: float = 0.0
     moe_hidden_overhead_s: float = 0.0
     expert_precision: Optional[str] = None  # the routed experts' weights (None: precision's)

@@ -1,4 +1,4 @@
-"""Roofline drafter costs, one shape per method (DOMAIN.md section 2, docs/hardware.md "Drafters").
+"""Roofline drafter costs, one shape per method (DOMAIN.md section 2, docs/roofline.md "Drafters").
 
 - EAGLE-3: gamma sequential forwards of one target-shaped decoder layer (its q/k/v read the 2h-wide concat of
   embedding and hidden state) and a reduced-vocabulary LM head (32k), over R tokens; once per round an fc fuses

@@ -1,5 +1,5 @@
 """The batch sizes an engine captures CUDA graphs for, per arm: with speculation vLLM captures its decode graphs
-for batches of whole requests, each verifying q = 1 + K tokens (docs/hardware.md, "Engine releases"). Two rules:
+for batches of whole requests, each verifying q = 1 + K tokens (docs/serving-stacks.md, "Engine releases"). Two rules:
 
 - ``multiples_of_query_len`` (vLLM 0.13.0, ``CompilationConfig.adjust_cudagraph_sizes_for_spec_decode``): every
   capture size rounded up to a multiple of q, those above ``max_cudagraph_capture_size`` dropped; if none is left,

@@ -1,5 +1,5 @@
 """How one replica's GPUs hold a mixture of experts: tensor parallelism, expert parallelism and data-parallel
-attention (docs/hardware.md, "Expert parallelism").
+attention (docs/roofline.md, "Expert parallelism").
 
 ``tensor_parallel`` T splits attention, the dense layers, the shared experts and the LM head T ways.
 ``expert_parallel`` E places whole routed experts on E GPUs (``num_experts / E`` each):

@@ -2,7 +2,7 @@
 
 ``spec_round_overhead_s`` is the host work of a speculative round (the verify's bookkeeping, accepting tokens,
 the next draft's setup), fitted on SGLang runs whose release turned the overlap scheduler off under speculation
-(simlab/hardware/calfit/speculative.py). A release that keeps its overlap or async scheduler with speculation on
+(simlab/calibration/stages/speculative.py). A release that keeps its overlap or async scheduler with speculation on
 (SGLang 0.5.23's V2 worker, vLLM 0.34.0's async scheduling, TensorRT-LLM's overlap scheduler for MTP; the
 releases table of docs/hardware.md) runs that work for round N+1 while the GPU runs round N, so a round costs
 

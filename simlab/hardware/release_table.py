@@ -1,4 +1,4 @@
-"""The table of docs/hardware.md, "Engine releases", written from the release files."""
+"""The table of docs/serving-stacks.md, "Engine releases", written from the release files."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from simlab.hardware.releases import SPECULATIVE_FIELDS, Sourced, all_releases
 
 
 def markdown_table() -> str:
-    """The table of docs/hardware.md, "Engine releases": every release, its defaults and what speculation
+    """The table of docs/serving-stacks.md, "Engine releases": every release, its defaults and what speculation
     changes, each value with its source (generated: ``scripts/update_docs_tables.py``)."""
     rows = ["| stack | release | field | default | under speculation | source |", "|---|---|---|---|---|---|"]
     for stack, by_version in all_releases().items():

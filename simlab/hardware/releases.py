@@ -1,5 +1,5 @@
 """Engine releases as data: what vLLM, SGLang and TensorRT-LLM do by default at a release, and what they do
-differently when speculative decoding is on (docs/hardware.md, "Engine releases").
+differently when speculative decoding is on (docs/serving-stacks.md, "Engine releases").
 
 A roofline's ``stack`` names the engine and ``stack_version`` its release (left out: the newest simlab knows).
 Each release is a file under ``engine_releases/`` (one per engine), every value with its source: the engine's
@@ -68,7 +68,7 @@ class EngineRelease:
                 "speculative": plain(self.speculative)}
 
 
-def _version_key(version: str) -> tuple[int, ...]:
+def version_key(version: str) -> tuple[int, ...]:
     """A release's numbers in order (``0.5.6.post2`` -> (0, 5, 6, 2)): the order releases come in."""
     return tuple(int(n) for n in re.findall(r"\d+", version))
 
@@ -107,7 +107,7 @@ def all_releases() -> dict[str, dict[str, EngineRelease]]:
                  for gpu, v in (entry.get("gpu_overrides") or {}).items()},
                 _section(entry.get("speculative"), SPECULATIVE_FIELDS, f"{where}.speculative"),
                 _sourced(entry["methods"], f"{where}.methods") if "methods" in entry else None)
-        out[stack] = dict(sorted(releases.items(), key=lambda kv: _version_key(kv[0])))
+        out[stack] = dict(sorted(releases.items(), key=lambda kv: version_key(kv[0])))
     return out
 
 

@@ -1,4 +1,4 @@
-"""The roofline cost model: a GPU spec x a model config (docs/hardware.md has the formulas and defaults).
+"""The roofline cost model: a GPU spec x a model config (docs/roofline.md has the formulas and defaults).
 
 Per GPU of a tensor-parallel group of ``tp``, a target forward over B decode tokens (padded to Bp by the
 CUDA-graph buckets) whose requests hold C context tokens in total, R requests:

@@ -1,4 +1,4 @@
-"""Serving stacks: what an engine adds to the GPU's kernels (docs/hardware.md, "Serving stacks").
+"""Serving stacks: what an engine adds to the GPU's kernels (docs/serving-stacks.md, "Serving stacks").
 
 A roofline's ``stack:`` names the engine it stands for. The stack decides:
 

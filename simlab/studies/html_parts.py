@@ -24,7 +24,7 @@ th { background: #f4f4f4; } td.text, th.text { text-align: left; }
 """
 
 
-def _document(title: str, body: list[str]) -> str:
+def page_html(title: str, body: list[str]) -> str:
     from simlab.common.version import __version__
 
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
@@ -33,7 +33,7 @@ def _document(title: str, body: list[str]) -> str:
             "\n</body></html>\n")
 
 
-def _meta(command: Optional[str], scenario_file: Optional[str], sha256: str) -> str:
+def meta_html(command: Optional[str], scenario_file: Optional[str], sha256: str) -> str:
     from simlab.common.version import __version__
 
     parts = [f"made by <code>{html.escape(command or '(library call)')}</code>"]
@@ -44,13 +44,13 @@ def _meta(command: Optional[str], scenario_file: Optional[str], sha256: str) -> 
     return "<p class=\"meta\">" + "<br>".join(parts) + "</p>"
 
 
-def _figure(name: str, caption: str, payload: bytes) -> str:
+def figure_html(name: str, caption: str, payload: bytes) -> str:
     data = base64.b64encode(payload).decode("ascii")
     return (f"<figure><img alt=\"{html.escape(caption)}\" src=\"data:image/png;base64,{data}\">"
             f"<figcaption>{html.escape(caption)} ({html.escape(name)})</figcaption></figure>")
 
 
-def _table(header: list[str], rows: Iterable[list[Any]], text_columns: int = 1) -> str:
+def table_html(header: list[str], rows: Iterable[list[Any]], text_columns: int = 1) -> str:
     head = "".join(f"<th class=\"{'text' if i < text_columns else ''}\">{html.escape(h)}</th>"
                    for i, h in enumerate(header))
     body = []
@@ -58,14 +58,14 @@ def _table(header: list[str], rows: Iterable[list[Any]], text_columns: int = 1) 
         cells = []
         for i, value in enumerate(row):
             css = "text" if i < text_columns else ""
-            if isinstance(value, _Gain):
+            if isinstance(value, GainCell):
                 css, value = value.css, str(value)
             cells.append(f"<td class=\"{css}\">{html.escape(str(value))}</td>")
         body.append("<tr>" + "".join(cells) + "</tr>")
     return f"<table><tr>{head}</tr>\n" + "\n".join(body) + "</table>"
 
 
-class _Gain:
+class GainCell:
     def __init__(self, value: Optional[float]) -> None:
         self.value = None if value is None or pd.isna(value) else float(value)
 

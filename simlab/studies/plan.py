@@ -1,5 +1,5 @@
 """``simlab plan``: the cheapest deployment that serves a workload within an SLA, with speculative decoding in
-the search (docs/studies.md, "Planning a deployment").
+the search (docs/planning.md, "Planning a deployment").
 
 The plan file is read and checked (:mod:`plan_config`), its layouts and families enumerated with their bounds
 (:mod:`plan_space`), the search run on an executor (:mod:`plan_search`), and the folder (``kind: plan``)

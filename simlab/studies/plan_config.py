@@ -37,7 +37,7 @@ class GpuChoice(StrictModel):
 
 
 class PlanBlock(StrictModel):
-    """What ``simlab plan`` searches (docs/studies.md, "Planning a deployment")."""
+    """What ``simlab plan`` searches (docs/planning.md, "Planning a deployment")."""
 
     sla: str
     gpus: list[Union[GpuChoice, str]] = Field(min_length=1)
@@ -101,7 +101,7 @@ def read_plan(path: str | Path) -> PlanSpec:
             raise InputError("is missing", file=file, field=key,
                              valid={"model": "a model of the roofline catalogue (e.g. qwen3-8b) or a path to a "
                                              "Hugging Face config.json",
-                                    "plan": "a mapping with sla, gpus, max_gpus (see docs/studies.md)",
+                                    "plan": "a mapping with sla, gpus, max_gpus (see docs/planning.md)",
                                     "arms": "a list of arms"}[key])
     if not isinstance(data["model"], str):
         raise InputError("is not a model name", file=file, field="model", value=data["model"], valid="e.g. qwen3-8b")

@@ -114,15 +114,15 @@ def _answer(doc: dict) -> list[str]:
             continue
         saves = "–" if base is None or d is base else f"{base['usd_per_hour'] - d['usd_per_hour']:+,.2f}"
         rows.append([arm, _deployment_text(d), d["num_gpus"], f"{d['usd_per_hour']:,.2f}", saves])
-    from simlab.studies.html_parts import _table
+    from simlab.studies.html_parts import table_html
 
     out.append("<h2>Each arm's cheapest deployment</h2>")
-    out.append(_table(["arm", "deployment", "GPUs", "USD/h", "saves vs no-spec USD/h"], rows, text_columns=2))
+    out.append(table_html(["arm", "deployment", "GPUs", "USD/h", "saves vs no-spec USD/h"], rows, text_columns=2))
     return out
 
 
 def _ranked(doc: dict) -> str:
-    from simlab.studies.html_parts import _table
+    from simlab.studies.html_parts import table_html
 
     rows = []
     for rank, c in enumerate(doc["candidates"][:NUM_RANKED], 1):
@@ -133,7 +133,7 @@ def _ranked(doc: dict) -> str:
                      "; ".join(c["failing"]) or "–",
                      *(f"{m[k]:,.1f}" if isinstance(m.get(k), (int, float)) else "–"
                        for k in (*doc["sla"], "median_user_tok_s", "output_throughput_per_gpu"))])
-    return _table(["rank", "arm", "layout", "replicas (P:D)", "GPUs", "USD/h", "meets", "misses", *doc["sla"],
+    return table_html(["rank", "arm", "layout", "replicas (P:D)", "GPUs", "USD/h", "meets", "misses", *doc["sla"],
                    "user tok/s", "tok/s/GPU"], rows, text_columns=3)
 
 
@@ -150,10 +150,10 @@ def _launch(doc: dict) -> list[str]:
 
 def plan_page(doc: dict) -> tuple[str, list[str], dict[str, bytes]]:
     """The page's title, its body and the PNGs it embeds, from a plan.json document."""
-    from simlab.studies.html_parts import _figure, _meta, _table
+    from simlab.studies.html_parts import figure_html, meta_html, table_html
 
     search = doc["search"]
-    body: list[str] = [_meta(doc.get("command"), doc.get("plan_file"), doc.get("plan_sha256", "")),
+    body: list[str] = [meta_html(doc.get("command"), doc.get("plan_file"), doc.get("plan_sha256", "")),
                        *_answer(doc)]
     images: dict[str, bytes] = {}
     for name, caption, draw in (("plan-pareto.png", "Every simulated deployment (filled: meets the SLA)", pareto_png),
@@ -161,7 +161,7 @@ def plan_page(doc: dict) -> tuple[str, list[str], dict[str, bytes]]:
         payload = draw(doc)
         if payload is not None:
             images[name] = payload
-            body.append(_figure(name, caption, payload))
+            body.append(figure_html(name, caption, payload))
     body.append("<h2>Deployments, best first</h2>")
     body.append(f"<p>{search['num_simulated']} simulated ({search['num_from_earlier_run']} from an earlier run) of "
                 f"{search['num_candidate_deployments']} candidate deployments in {search['num_families']} families "
@@ -170,18 +170,18 @@ def plan_page(doc: dict) -> tuple[str, list[str], dict[str, bytes]]:
     body.append(_ranked(doc))
     body.extend(_launch(doc))
     prices = [[g, f"{p['usd_per_hour']:.2f}", p["source"], p.get("date") or "–"] for g, p in doc["prices"].items()]
-    body.append("<h2>Prices</h2>" + _table(["GPU", "USD per GPU-hour", "source", "date"], prices, text_columns=1))
+    body.append("<h2>Prices</h2>" + table_html(["GPU", "USD per GPU-hour", "source", "date"], prices, text_columns=1))
     return f"simlab plan: {doc['name']}", body, images
 
 
 def write_plan_report(folder: Path, doc: dict) -> Path:
     """Write ``folder/report.html`` (and its PNGs beside it)."""
     from simlab.common.outputs import write_file_atomic
-    from simlab.studies.html_parts import _document
+    from simlab.studies.html_parts import page_html
 
     title, body, images = plan_page(doc)
     for name, payload in images.items():
         write_file_atomic(folder / name, payload)
     page = folder / "report.html"
-    write_file_atomic(page, _document(title, body))
+    write_file_atomic(page, page_html(title, body))
     return page

@@ -13,7 +13,7 @@ import pandas as pd
 
 from simlab.common.errors import InputError
 from simlab.common.outputs import check_out_file, read_manifest, write_file_atomic
-from simlab.studies.html_parts import _Gain, _document, _figure, _meta, _table
+from simlab.studies.html_parts import GainCell, page_html, figure_html, meta_html, table_html
 from simlab.studies.labels import split_label
 
 RUN_COLUMNS = (("output_throughput", "tok/s", "{:,.0f}"), ("output_throughput_per_gpu", "tok/s/GPU", "{:,.0f}"),
@@ -70,7 +70,7 @@ def write_report(folder: str | Path, out: Optional[str | Path] = None) -> Path:
     title, body, images = builders[kind](folder)
     for name, payload in images.items():  # the images first: the page appears only when they are there
         write_file_atomic(page.parent / name, payload)
-    write_file_atomic(page, _document(title, body))
+    write_file_atomic(page, page_html(title, body))
     return page
 
 
@@ -100,9 +100,9 @@ def _run_page(folder: Path):
     manifest = read_manifest(folder) or {}
     name = summary["scenario"]["name"]
     rows = [[arm, *(_fmt(m.get(k), spec) for k, _, spec in RUN_COLUMNS)] for arm, m in summary["arms"].items()]
-    body = [_meta(manifest.get("command"), None, data_sha256(summary["scenario"])),
-            "<h2>Arms</h2>", _table(["arm", *(h for _, h, _ in RUN_COLUMNS)], rows),
-            "<h2>Figure</h2>", _figure("report.png", "The run's report figure.", png)]
+    body = [meta_html(manifest.get("command"), None, data_sha256(summary["scenario"])),
+            "<h2>Arms</h2>", table_html(["arm", *(h for _, h, _ in RUN_COLUMNS)], rows),
+            "<h2>Figure</h2>", figure_html("report.png", "The run's report figure.", png)]
     return f"simlab run: {name}", body, {"report.png": png}
 
 
@@ -116,7 +116,7 @@ def _sweep_page(folder: Path):
     doc = data.doc
     images = sweep_plots.figures(data)
     points = len(doc["points"])
-    body = [_meta(doc.get("command"), doc.get("scenario_file"), doc["scenario_sha256"]),
+    body = [meta_html(doc.get("command"), doc.get("scenario_file"), doc["scenario_sha256"]),
             f"<p>{points} points × {len(data.arms)} arms; varied: "
             + ", ".join(f"<code>{html.escape(f)}</code>" for f in doc["fields"])
             + f"; load axis <code>{html.escape(data.x)}</code>. {len(data.failed['point'].unique())} points failed."
@@ -124,11 +124,11 @@ def _sweep_page(folder: Path):
     if len(data.failed):
         failed = data.failed.drop_duplicates("point")
         body += ["<h2>Failed points</h2>",
-                 _table(["point", *doc["fields"], "error"],
+                 table_html(["point", *doc["fields"], "error"],
                         [[r["point"], *(format_value(r[f]) for f in doc["fields"]), r["error"]]
                          for _, r in failed.iterrows()], text_columns=2 + len(doc["fields"]))]
     for name, (caption, payload) in images.items():
-        body.append(_figure(name, caption, payload))
+        body.append(figure_html(name, caption, payload))
     facet = [] if not data.facets else ["facet"]  # the column only when other fields vary beside the load
 
     def cells(row, *rest):
@@ -139,21 +139,22 @@ def _sweep_page(folder: Path):
         body += [f"<h2>Output tokens/s per GPU at a per-user speed SLA (vs {html.escape(table['baseline'].iloc[0])})"
                  "</h2>", "<p>For each level, each arm's best point of the sweep whose median tokens/s per user "
                  "meets it.</p>",
-                 _table([*facet, "tok/s/user ≥", "arm", "tok/s/GPU", data.x, "user tok/s", "vs baseline"],
+                 table_html([*facet, "tok/s/user ≥", "arm", "tok/s/GPU", data.x, "user tok/s", "vs baseline"],
                         [cells(r, f"{r['level']:g}", r["arm"], _fmt(r["output_throughput_per_gpu"], "{:,.0f}"),
-                               _fmt(r["load"], "{:g}"), _fmt(r["median_user_tok_s"]), _Gain(r["vs_baseline"]))
+                               _fmt(r["load"], "{:g}"), _fmt(r["median_user_tok_s"]), GainCell(r["vs_baseline"]))
                          for _, r in table.iterrows()], text_columns=len(facet) + 2)]
     table = gains.gain_table(data)
     if len(table):
         body += ["<h2>Gain at each load</h2>",
                  "<p>Each arm's output tokens/s per GPU and median tokens/s per user, against the no-speculation "
                  "arm and the best fixed-γ arm at the same load (best by that figure).</p>",
-                 _table([*facet, data.x, "arm", "tok/s/GPU", "vs no-spec", "best fixed-γ", "vs best fixed-γ",
+                 table_html([*facet, data.x, "arm", "tok/s/GPU", "vs no-spec", "best fixed-γ", "vs best fixed-γ",
                          "user tok/s", "vs no-spec", "best fixed-γ", "vs best fixed-γ"],
                         [cells(r, format_value(r["load"]), r["arm"], _fmt(r["output_throughput_per_gpu"], "{:,.0f}"),
-                               _Gain(r["vs_no_spec"]), r["best_fixed"] or "–", _Gain(r["vs_best_fixed"]),
-                               _fmt(r["median_user_tok_s"]), _Gain(r["user_vs_no_spec"]), r["best_fixed_user"] or "–",
-                               _Gain(r["user_vs_best_fixed"])) for _, r in table.iterrows()],
+                               GainCell(r["vs_no_spec"]), r["best_fixed"] or "–", GainCell(r["vs_best_fixed"]),
+                               _fmt(r["median_user_tok_s"]), GainCell(r["user_vs_no_spec"]),
+                               r["best_fixed_user"] or "–", GainCell(r["user_vs_best_fixed"]))
+                         for _, r in table.iterrows()],
                         text_columns=len(facet) + 2)]
     return f"simlab sweep: {doc['name']}", body, {name: payload for name, (_, payload) in images.items()}
 
@@ -167,15 +168,15 @@ def _whatif_page(folder: Path):
         else pd.DataFrame()
     images = whatif_plots.figures(doc, probes)
     sla = ", ".join(f"{m} {op} {v:g}" for m, (op, v) in doc["sla"].items())
-    body = [_meta(doc.get("command"), doc.get("scenario_file"), doc["scenario_sha256"]),
+    body = [meta_html(doc.get("command"), doc.get("scenario_file"), doc["scenario_sha256"]),
             f"<p>SLA: <code>{html.escape(sla)}</code>; baseline arm <code>{html.escape(doc['baseline'])}</code>.</p>"]
     if "at" in doc:
         at = doc["at"]
         body.append(f"<h2>At {html.escape(at['field'])} = {html.escape(str(at['value']))}</h2>")
         rows = [[arm, "yes" if e["meets"] else "no", ", ".join(e["failing"]) or "–",
                  _fmt(e["median_user_tok_s"]), _fmt(e["output_throughput_per_gpu"], "{:,.0f}"),
-                 _Gain(e["gain_vs_baseline"])] for arm, e in doc["arms"].items()]
-        body.append(_table(["arm", "meets", "fails", "user tok/s", "tok/s/GPU", "vs baseline"], rows,
+                 GainCell(e["gain_vs_baseline"])] for arm, e in doc["arms"].items()]
+        body.append(table_html(["arm", "meets", "fails", "user tok/s", "tok/s/GPU", "vs baseline"], rows,
                            text_columns=3))
     else:
         find = "largest" if doc["find"] == "largest" else "smallest"
@@ -199,11 +200,11 @@ def _whatif_page(folder: Path):
             chosen = [split_label(e["split"]) if e.get("split") else "–"]
             rows.append([arm, _fmt(e["load"], "{:g}"), *(chosen if split else []), _fmt(m.get("median_user_tok_s")),
                          _fmt(m.get("output_throughput_per_gpu"), "{:,.0f}"), _fmt(m.get("num_gpus"), "{}"),
-                         *(_fmt(m.get(k), "{:,.2f}") for k in doc["sla"]), _Gain(e["gain_vs_baseline"]),
+                         *(_fmt(m.get(k), "{:,.2f}") for k in doc["sla"]), GainCell(e["gain_vs_baseline"]),
                          e["num_probes"], note])
         varied = ["replicas", "split P:D"] if split else [doc["vary"]]
-        body.append(_table(["arm", *varied, "user tok/s", "tok/s/GPU", "GPUs", *doc["sla"], "vs baseline",
+        body.append(table_html(["arm", *varied, "user tok/s", "tok/s/GPU", "GPUs", *doc["sla"], "vs baseline",
                             "probes", "note"], rows))
     for name, (caption, payload) in images.items():
-        body.append(_figure(name, caption, payload))
+        body.append(figure_html(name, caption, payload))
     return f"simlab whatif: {doc['name']}", body, {name: payload for name, (_, payload) in images.items()}

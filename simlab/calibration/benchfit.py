@@ -6,16 +6,16 @@ Reads ``vllm bench serve --save-result`` JSON (one object a file) and SGLang ``b
 prompt and output lengths (``total_input_tokens`` and ``total_output_tokens`` over ``completed``), and what the
 benchmark measured (``mean_tpot_ms``, ``output_throughput``). The calibrated roofline of the GPU and model is
 fitted to them with the GPU's operator-level parameters fixed, as the shipped stacks are
-(:mod:`simlab.hardware.calfit.serving`): one parameter for every two measured values (a run gives one or two),
+(:mod:`simlab.calibration.stages.serving`): one parameter for every two measured values (a run gives one or two),
 in the order ``step_overhead_s``, ``request_overhead_s``, ``attention_efficiency``, ``prefill_efficiency``; on the
 engine's replay of each run when the caller passes one, as ``simlab profiles fit`` does
-(:mod:`simlab.hardware.calfit.replayed`).
+(:mod:`simlab.calibration.stages.replayed`).
 
 A speculative run (its file states an acceptance length above 1: SGLang's ``accept_length``) also needs its drafter
 and draft length, which the files do not hold: ``--draft METHOD:K`` for every speculative run, or
 ``--draft FILE=METHOD:K`` for one file's. With the stack's step costs fitted on the runs without speculation (or
 the shipped calibration's, when there are none), the speculative runs fit the stack's host time of speculative
-decoding (:mod:`simlab.hardware.calfit.speculative`): ``spec_round_overhead_s``, and ``draft_forward_overhead_s``
+decoding (:mod:`simlab.calibration.stages.speculative`): ``spec_round_overhead_s``, and ``draft_forward_overhead_s``
 too when the runs tell the two apart (EAGLE-3 or MTP at two draft lengths or more, and values to spare).
 """
 
@@ -30,8 +30,8 @@ from typing import Any, Optional
 import numpy as np
 
 from simlab.common.errors import InputError
-from simlab.hardware.calfit.replayed import Replay
-from simlab.hardware.calfit.serving import (SCALE, ServingRecord, abs_errors, fit_stack, identifiable, observations,
+from simlab.calibration.stages.replayed import Replay
+from simlab.calibration.stages.serving import (SCALE, ServingRecord, abs_errors, fit_stack, identifiable, observations,
                                             predict)
 
 GENERATOR = "simlab profiles fit (engine benchmark results)"
@@ -137,16 +137,22 @@ def run_record(run: dict[str, Any], *, label: str, gpu: str, model: str, stack: 
 def fit_bench(files: list[Path], *, gpu: str, model: str, stack: str, precision: str, kv_precision: str,
               max_num_seqs: int, max_batch_tokens: int, name: str, command: Optional[str] = None,
               tensor_parallel: int = 1, expert_parallel: int = 1,
-              drafts: Optional[dict[Optional[str], tuple[str, int]]] = None, replay: Optional[Replay] = None
+              drafts: Optional[dict[Optional[str], tuple[str, int]]] = None, on_engine: bool = True
               ) -> dict[str, Any]:
     """Fit the stack on the runs of ``files`` (served on ``tensor_parallel`` GPUs, experts over
     ``expert_parallel``; speculative runs with ``drafts``, see :func:`parse_drafts`) and return the table profile
-    (with the fit in its provenance). With ``replay`` (the engine's replay of a run, as ``simlab profiles fit``
-    passes it) the fit and the residuals it states are the engine's, else the closed form's."""
+    (with the fit in its provenance). With ``on_engine`` the fit and the residuals it states are the engine's
+    replay of each run (:func:`simlab.calibration.profile_check.replay_record`), else the closed form's."""
     from simlab.config.hardware import RooflineHardware
-    from simlab.hardware.calfit.speculative import fit_host_time, host_time_names, predict_speculative
+    from simlab.calibration.stages.speculative import fit_host_time, host_time_names, predict_speculative
     from simlab.hardware.export import ExportSettings, table_dict
     from simlab.hardware.roofline_build import build_roofline
+
+    replay: Optional[Replay] = None
+    if on_engine:
+        from simlab.calibration.profile_check import replay_record
+
+        replay = replay_record
 
     base_cfg = RooflineHardware(kind="roofline", gpu=gpu, model=model, stack=stack, precision=precision,
                                 kv_precision=kv_precision, tensor_parallel=tensor_parallel,
@@ -202,10 +208,10 @@ def fit_bench(files: list[Path], *, gpu: str, model: str, stack: str, precision:
             "profile_residual_max_abs": round(float(np.max(profile_errors)), 4)} if replay else {}),
         "residuals_of": "engine replay" if replay else "closed form",
         "note": ("residuals are the engine's replay of each run (a closed loop of its users and mean lengths, "
-                 "paged KV; simlab.studies.profile_check) on the fitted roofline, which the fit matched "
-                 "(simlab.hardware.calfit.replayed); profile_residual_* are the same replays on this file's table, "
+                 "paged KV; simlab.calibration.profile_check) on the fitted roofline, which the fit matched "
+                 "(simlab.calibration.stages.replayed); profile_residual_* are the same replays on this file's table, "
                  "which samples the per-request overhead at 4 tokens a request"
-                 if replay else "residuals are the closed-form steady state the fit uses (simlab.hardware.calfit."
+                 if replay else "residuals are the closed-form steady state the fit uses (simlab.calibration.stages."
                  "serving and calfit.speculative); simulate the runs' scenarios to see the engine's own error"),
     }
     return data

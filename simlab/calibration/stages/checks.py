@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from simlab.hardware.buckets import Buckets
-from simlab.hardware.calfit.lsq import error_summary, rounded
+from simlab.calibration.stages.lsq import error_summary, rounded
 from simlab.hardware.calibrated import CalibratedRooflineCostModel
 from simlab.hardware.device import RooflineParams
 from simlab.hardware.knee import knee_array

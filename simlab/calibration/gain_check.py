@@ -1,5 +1,5 @@
 """The gain of speculative decoding, simulated against measured: every pair of public engine runs with and without
-speculation on the same engine, GPUs, model, lengths and load (docs/hardware.md, "Speculation's gain").
+speculation on the same engine, GPUs, model, lengths and load (docs/calibration.md, "Speculation's gain").
 
 Pairs come from two files of hw_profiles/calibration/: ``engine_measurements.csv`` (runs that share a source,
 engine, GPUs, model, precision, dataset, lengths and concurrency) and ``spec_load_measurements.csv`` (runs at load,
@@ -20,8 +20,8 @@ from typing import Any, Iterable, Optional
 import numpy as np
 import pandas as pd
 
-from simlab.hardware.calfit.serving import ServingRecord, _integer, _optional, _text
-from simlab.studies.profile_check import fitted_ids, load_records, record_scenario, simulate_record, users_class
+from simlab.calibration.stages.serving import ServingRecord, optional_int, optional_float, optional_text
+from simlab.calibration.profile_check import fitted_ids, load_records, record_scenario, simulate_record, users_class
 
 LOAD_FILE = "spec_load_measurements.csv"
 SIGN_BAND = 0.1  # a measured gain within 1 +- this is "no clear sign": counted apart
@@ -96,17 +96,17 @@ def read_load_records(path: Optional[Path] = None) -> tuple[list[LoadRecord], li
         if why:
             skipped.append((str(row["id"]), why))
             continue
-        method = _text(row.get("spec_method"))
+        method = optional_text(row.get("spec_method"))
         assumed = []
         model = str(row["model"])
         if model in SIMULATED_AS:
             model = SIMULATED_AS[model][0]
             assumed.append(f"simulated as {model}")
-        tree = _integer(row.get("spec_topk")) not in (None, 1) and method is not None
-        if method is not None and _text(row.get("engine_version")) is None:
+        tree = optional_int(row.get("spec_topk")) not in (None, 1) and method is not None
+        if method is not None and optional_text(row.get("engine_version")) is None:
             assumed.append(NO_RELEASE_OVERLAP[1])
         input_tokens, output_tokens = _lengths(row, assumed)
-        gamma = _integer(row.get("spec_steps")) if tree else _integer(row.get("num_speculative_tokens"))
+        gamma = optional_int(row.get("spec_steps")) if tree else optional_int(row.get("num_speculative_tokens"))
         records.append(
             LoadRecord(
                 id=str(row["id"]),
@@ -115,29 +115,29 @@ def read_load_records(path: Optional[Path] = None) -> tuple[list[LoadRecord], li
                 gpu=str(row["gpu"]),
                 tensor_parallel=int(row["tensor_parallel"]),
                 model=model,
-                precision=_text(row.get("precision")) or "bf16",
-                kv_precision=_text(row.get("kv_precision")) or "bf16",
+                precision=optional_text(row.get("precision")) or "bf16",
+                kv_precision=optional_text(row.get("kv_precision")) or "bf16",
                 input_tokens=input_tokens,
                 output_tokens=output_tokens,
                 concurrency=int(row["concurrency"]),
-                num_prompts=int(_integer(row.get("num_prompts")) or 4 * int(row["concurrency"])),
-                max_num_seqs=_integer(row.get("max_num_seqs")) or 0,
-                max_batch_tokens=_integer(row.get("max_batch_tokens")) or 0,
-                mean_tpot_ms=_optional(row.get("mean_tpot_ms")),
-                output_throughput_tok_s=_optional(row.get("output_throughput_tok_s")),
+                num_prompts=int(optional_int(row.get("num_prompts")) or 4 * int(row["concurrency"])),
+                max_num_seqs=optional_int(row.get("max_num_seqs")) or 0,
+                max_batch_tokens=optional_int(row.get("max_batch_tokens")) or 0,
+                mean_tpot_ms=optional_float(row.get("mean_tpot_ms")),
+                output_throughput_tok_s=optional_float(row.get("output_throughput_tok_s")),
                 url=str(row["url"]),
                 spec_method=method,
                 num_draft_tokens=gamma,
                 acceptance_length=_acceptance(row, model, method, gamma, assumed),
-                expert_parallel=_integer(row.get("expert_parallel")) or 1,
-                dataset=_text(row.get("dataset")),
-                checkpoint=_text(row.get("checkpoint")),
-                engine_version=_text(row.get("engine_version")),
+                expert_parallel=optional_int(row.get("expert_parallel")) or 1,
+                dataset=optional_text(row.get("dataset")),
+                checkpoint=optional_text(row.get("checkpoint")),
+                engine_version=optional_text(row.get("engine_version")),
                 pair=str(row["pair"]),
-                tree_topk=_integer(row.get("spec_topk")) if tree else None,
-                tree_num_draft_tokens=_integer(row.get("spec_num_draft_tokens")) if tree else None,
-                stated_max_num_seqs=_integer(row.get("max_num_seqs")),
-                stated_max_batch_tokens=_integer(row.get("max_batch_tokens")),
+                tree_topk=optional_int(row.get("spec_topk")) if tree else None,
+                tree_num_draft_tokens=optional_int(row.get("spec_num_draft_tokens")) if tree else None,
+                stated_max_num_seqs=optional_int(row.get("max_num_seqs")),
+                stated_max_batch_tokens=optional_int(row.get("max_batch_tokens")),
                 assumed="; ".join(assumed),
             )
         )
@@ -146,7 +146,7 @@ def read_load_records(path: Optional[Path] = None) -> tuple[list[LoadRecord], li
 
 def _lengths(row: dict, assumed: list) -> Optional[tuple[int, int]]:
     """(prompt, output) tokens: the source's, else its harness's assumed lengths (noted), else None."""
-    stated = _integer(row.get("input_tokens")), _integer(row.get("output_tokens"))
+    stated = optional_int(row.get("input_tokens")), optional_int(row.get("output_tokens"))
     if None not in stated:
         return stated
     for harness, lengths in ASSUMED_LENGTHS.items():
@@ -157,7 +157,7 @@ def _lengths(row: dict, assumed: list) -> Optional[tuple[int, int]]:
 
 
 def _acceptance(row: dict, model: str, method: Optional[str], gamma: Optional[int], assumed: list) -> Optional[float]:
-    stated = _optional(row.get("acceptance_length"))
+    stated = optional_float(row.get("acceptance_length"))
     if stated is not None or method is None:
         return stated
     value, source = ASSUMED_ACCEPTANCE[(model, method, gamma)]
@@ -169,7 +169,7 @@ def _unreplayable(row: dict) -> str:
     from simlab.hardware.specs import GPUS, MODELS
 
     for name in ("concurrency", "output_throughput_tok_s"):
-        if _optional(row.get(name)) is None:
+        if optional_float(row.get(name)) is None:
             return f"no {name}"
     if _lengths(row, []) is None:
         return "no input_tokens and output_tokens"
@@ -184,15 +184,15 @@ def _unreplayable(row: dict) -> str:
         return f"model {row['model']} is not in simlab's catalogue"
     if str(row["engine"]) not in ("vllm", "sglang", "trtllm"):
         return f"engine {row['engine']}"
-    method = _text(row.get("spec_method"))
+    method = optional_text(row.get("spec_method"))
     if method is not None:
         if method not in ("mtp", "eagle3", "dflash", "dspark"):
             return f"drafter {method} is not simulated"
-        tree = _integer(row.get("spec_topk")) not in (None, 1)
-        gamma = _integer(row.get("spec_steps")) if tree else _integer(row.get("num_speculative_tokens"))
+        tree = optional_int(row.get("spec_topk")) not in (None, 1)
+        gamma = optional_int(row.get("spec_steps")) if tree else optional_int(row.get("num_speculative_tokens"))
         if gamma is None:
             return "no draft length"
-        if _optional(row.get("acceptance_length")) is None and (model, method, gamma) not in ASSUMED_ACCEPTANCE:
+        if optional_float(row.get("acceptance_length")) is None and (model, method, gamma) not in ASSUMED_ACCEPTANCE:
             return "no acceptance length"
     return ""
 
@@ -200,15 +200,15 @@ def _unreplayable(row: dict) -> str:
 def release_for(stack: str, version: Optional[str]) -> Optional[str]:
     """The release simlab knows that a run's ``version`` (a tag such as ``v0.5.6.post2``) is, or the newest known
     before it, else the oldest known; None without a version (the newest, by leaving it out)."""
-    from simlab.hardware.releases import _version_key, known_versions
+    from simlab.hardware.releases import version_key, known_versions
 
     known = known_versions(stack)
     if not version or not known:
         return None
     if version.lstrip("v") in known:
         return version.lstrip("v")
-    key = _version_key(version)
-    at_or_before = [v for v in known if _version_key(v) <= key]
+    key = version_key(version)
+    at_or_before = [v for v in known if version_key(v) <= key]
     return at_or_before[-1] if at_or_before else known[0]
 
 
@@ -337,7 +337,7 @@ def gain_document(rows: list[GainRow]) -> dict[str, Any]:
 
 
 def markdown_table(document: dict[str, Any]) -> str:
-    """The table of docs/hardware.md, "Speculation's gain", from gain_error.yaml's summary."""
+    """The table of docs/calibration.md, "Speculation's gain", from gain_error.yaml's summary."""
     rows = [
         "| role | target | users | pairs | median error | worst error | signs agree (measured gain < 0.9 or > 1.1) |",
         "|---|---|---|---|---|---|---|",

@@ -1,7 +1,7 @@
 """Calibrating the roofline: fit its efficiencies and overheads to public measurements, state its error.
 
 ``calibrate(folder)`` reads hw_profiles/calibration/ (calibration.yaml and the measurement files it names, see
-:mod:`simlab.hardware.calfit.sources`), fits every GPU (:mod:`simlab.hardware.calfit.fit`) and returns what
+:mod:`simlab.calibration.stages.sources`), fits every GPU (:mod:`simlab.calibration.stages.fit`) and returns what
 ``fitted.yaml`` holds; ``dump_fitted`` renders it. ``scripts/calibrate_hardware.py`` and ``scripts/make_profiles.py``
 run it; the cost models read the written file (:mod:`simlab.hardware.calibration`).
 """
@@ -13,9 +13,9 @@ from typing import Any, Optional
 
 import yaml
 
-from simlab.hardware.calfit.fit import Calibrator
-from simlab.hardware.calfit.replayed import Replay
-from simlab.hardware.calfit.sources import load_spec
+from simlab.calibration.stages.fit import Calibrator
+from simlab.calibration.stages.replayed import Replay
+from simlab.calibration.stages.sources import load_spec
 
 FITTED_HEADER = (
     "# written by simlab scripts/calibrate_hardware.py from the measurements in this folder (calibration.yaml, "
@@ -23,10 +23,15 @@ FITTED_HEADER = (
 )
 
 
-def calibrate(folder: Path, replay: Optional[Replay] = None) -> dict[str, Any]:
-    """Fit every GPU of ``folder``/calibration.yaml; the mapping fitted.yaml holds. ``replay`` (the engine
-    replay of an engine record, ``simlab.studies.profile_check.replay_record``) makes stages 3-5 fit what the
-    engine simulates rather than their closed form (:mod:`simlab.hardware.calfit.replayed`)."""
+def calibrate(folder: Path, *, on_engine: bool = True) -> dict[str, Any]:
+    """Fit every GPU of ``folder``/calibration.yaml; the mapping fitted.yaml holds. Stages 3-5 fit what the engine
+    simulates for each run (:func:`simlab.calibration.profile_check.replay_record`;
+    :mod:`simlab.calibration.stages.replayed`), or with ``on_engine`` False their closed form alone."""
+    replay: Optional[Replay] = None
+    if on_engine:
+        from simlab.calibration.profile_check import replay_record
+
+        replay = replay_record
     return Calibrator(load_spec(Path(folder)), replay).run()
 
 

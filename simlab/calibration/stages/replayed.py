@@ -15,8 +15,10 @@ replay, so the fit is made on the replay, in two steps:
    parameters it was corrected at, and the polish removes what is left where the ratios vary with the
    parameters. The better of the two, by the replay's own residual, is the answer.
 
-The replay is passed in by the caller (``simlab.studies.profile_check.replay_record``: it runs the engine, a
-layer above this one); without one the fit is the closed form's, as before.
+The replay is :func:`simlab.calibration.profile_check.replay_record` (it runs the engine), which
+:func:`simlab.calibration.stages.calibrate` and ``simlab profiles fit`` read directly; the functions here take
+any replay (the tests give them closed forms with a known correction), and without one the fit is the closed
+form's.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from typing import Callable, Optional, Sequence
 
 import numpy as np
 
-from simlab.hardware.calfit.lsq import FitResult, fit_log, fit_result
+from simlab.calibration.stages.lsq import FitResult, fit_log, fit_result
 
 MAX_ROUNDS = 6
 RATIO_TOLERANCE = 1e-3  # the largest change of a log ratio between rounds that ends the rounds

@@ -1,5 +1,5 @@
 """Stage 4 of the fit: each serving stack's routed-expert kernels on mixture-of-experts engine measurements
-(calibration.yaml ``serving.moe``; docs/hardware.md, "Expert parallelism").
+(calibration.yaml ``serving.moe``; docs/roofline.md, "Expert parallelism").
 
 A dense fit prices an MoE layer's expert weights at the GPU's fitted GEMM bandwidth, and at a small batch that is
 a few microseconds a layer; engines take far longer: the routing (router GEMM, top-k, the token sort that groups
@@ -23,9 +23,9 @@ from typing import Any, Optional
 
 import numpy as np
 
-from simlab.hardware.calfit.lsq import rounded
-from simlab.hardware.calfit.replayed import Replay, fit_replayed
-from simlab.hardware.calfit.serving import ServingRecord, listed_records, observations, predict
+from simlab.calibration.stages.lsq import rounded
+from simlab.calibration.stages.replayed import Replay, fit_replayed
+from simlab.calibration.stages.serving import ServingRecord, listed_records, observations, predict
 from simlab.hardware.calibration import stack_values
 from simlab.hardware.device import RooflineParams
 from simlab.hardware.specs import get_model
@@ -52,7 +52,7 @@ def stage3_params(gpus: dict[str, Any], gpu: str, stack: str) -> RooflineParams:
 def fit_overhead(records: list[ServingRecord], gpus: dict[str, Any], stack: str, replay: Optional[Replay] = None
                  ) -> tuple[float, float, float]:
     """(moe_hidden_overhead_s, its standard error, rms log residual) fitted on ``records``; to the engine replay
-    when ``replay`` is given (:mod:`simlab.hardware.calfit.replayed`)."""
+    when ``replay`` is given (:mod:`simlab.calibration.stages.replayed`)."""
     base = {r.gpu: stage3_params(gpus, r.gpu, stack) for r in records}
 
     def params(x: np.ndarray, record: ServingRecord) -> RooflineParams:

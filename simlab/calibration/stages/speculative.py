@@ -1,5 +1,5 @@
 """Stage 5 of the fit: each serving stack's host time of speculative decoding, on speculative engine measurements
-(calibration.yaml ``serving.speculative``; docs/hardware.md, "Speculative decoding's host time").
+(calibration.yaml ``serving.speculative``; docs/calibration.md, "Speculative decoding's host time").
 
 A speculative round costs an engine more than its kernels. Between the target's verify and the drafter's forwards
 the engine accepts and rejects the drafts, rebuilds the drafter's inputs and positions, and (for EAGLE-style
@@ -28,10 +28,10 @@ from typing import Any, Optional
 
 import numpy as np
 
-from simlab.hardware.calfit.lsq import rounded
-from simlab.hardware.calfit.replayed import Replay, fit_replayed
-from simlab.hardware.calfit.moe import stage3_params
-from simlab.hardware.calfit.serving import (ServingRecord, cost_model, decoding_users, identifiable, listed_records,
+from simlab.calibration.stages.lsq import rounded
+from simlab.calibration.stages.replayed import Replay, fit_replayed
+from simlab.calibration.stages.moe import stage3_params
+from simlab.calibration.stages.serving import (ServingRecord, cost_model, decoding_users, identifiable, listed_records,
                                             observations)
 from simlab.hardware.calibration import MOE_PARAMETERS, SPECULATIVE_PARAMETERS, stage_values
 from simlab.hardware.device import RooflineParams

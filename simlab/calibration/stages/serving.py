@@ -15,7 +15,7 @@ one prompt when every user is decoding, the rest of the token budget when reques
 TPOT is the mean step; throughput is ``B`` tokens a step when requests queue, else ``B x output`` over a request's
 cycle (its prefill steps and ``output - 1`` steps). Given the engine's replay (``replay``), the fit corrects the
 closed form record by record until it matches the replay at the fitted parameters
-(:mod:`simlab.hardware.calfit.replayed`): the closed form and the replay differ by up to a third on saturation runs.
+(:mod:`simlab.calibration.stages.replayed`): the closed form and the replay differ by up to a third on saturation runs.
 ``simlab profiles check`` then simulates every record with the engine itself and states that error.
 """
 
@@ -31,8 +31,8 @@ import numpy as np
 import pandas as pd
 
 from simlab.hardware.buckets import Buckets
-from simlab.hardware.calfit.lsq import FitResult, rounded
-from simlab.hardware.calfit.replayed import Replay, fit_replayed
+from simlab.calibration.stages.lsq import FitResult, rounded
+from simlab.calibration.stages.replayed import Replay, fit_replayed
 from simlab.hardware.calibrated import CalibratedRooflineCostModel
 from simlab.hardware.calibration import STACK_PARAMETERS
 from simlab.hardware.device import RooflineParams
@@ -106,7 +106,7 @@ class ServingRecord:
                 **({"expert_parallel": self.expert_parallel} if self.expert_parallel > 1 else {})}
 
 
-def _optional(value: Any) -> Optional[float]:
+def optional_float(value: Any) -> Optional[float]:
     return None if value is None or (isinstance(value, float) and math.isnan(value)) or value == "" else float(value)
 
 
@@ -123,23 +123,24 @@ def read_records(path: Path) -> list[ServingRecord]:
             kv_precision=str(row["kv_precision"]), input_tokens=int(row["input_tokens"]),
             output_tokens=int(row["output_tokens"]), concurrency=int(row["concurrency"]),
             num_prompts=int(row["num_prompts"]), max_num_seqs=int(row["max_num_seqs"]),
-            max_batch_tokens=int(row["max_batch_tokens"]), mean_tpot_ms=_optional(row.get("mean_tpot_ms")),
-            output_throughput_tok_s=_optional(row.get("output_throughput_tok_s")), url=str(row["url"]),
-            spec_method=_text(row.get("spec_method")), num_draft_tokens=_integer(row.get("num_draft_tokens")),
-            acceptance_length=_optional(row.get("acceptance_length")),
-            expert_parallel=_integer(row.get("expert_parallel")) or 1, dataset=_text(row.get("dataset")),
-            checkpoint=_text(row.get("checkpoint")), engine_version=_text(row.get("engine_version"))))
+            max_batch_tokens=int(row["max_batch_tokens"]), mean_tpot_ms=optional_float(row.get("mean_tpot_ms")),
+            output_throughput_tok_s=optional_float(row.get("output_throughput_tok_s")), url=str(row["url"]),
+            spec_method=optional_text(row.get("spec_method")),
+            num_draft_tokens=optional_int(row.get("num_draft_tokens")),
+            acceptance_length=optional_float(row.get("acceptance_length")),
+            expert_parallel=optional_int(row.get("expert_parallel")) or 1, dataset=optional_text(row.get("dataset")),
+            checkpoint=optional_text(row.get("checkpoint")), engine_version=optional_text(row.get("engine_version"))))
     return records
 
 
-def _text(value: Any) -> Optional[str]:
+def optional_text(value: Any) -> Optional[str]:
     if value is None or value == "" or (isinstance(value, float) and math.isnan(value)):
         return None
     return str(value)
 
 
-def _integer(value: Any) -> Optional[int]:
-    number = _optional(value)
+def optional_int(value: Any) -> Optional[int]:
+    number = optional_float(value)
     return None if number is None else int(number)
 
 
@@ -222,7 +223,7 @@ def stack_params(base: RooflineParams, names: tuple[str, ...], x: np.ndarray) ->
 def fit_stack(records: list[ServingRecord], base: RooflineParams, names: tuple[str, ...],
               replay: Optional[Replay] = None) -> tuple[RooflineParams, FitResult]:
     """Fit ``names`` (of :data:`STACK_FIT`) on ``records``, every other parameter as in ``base``: to the engine
-    replay when ``replay`` is given (:mod:`simlab.hardware.calfit.replayed`), else to the closed form."""
+    replay when ``replay`` is given (:mod:`simlab.calibration.stages.replayed`), else to the closed form."""
     fit = fit_replayed(observations(records), lambda x, _record: stack_params(base, names, x), predict,
                        [X0[n] for n in names], [LOWER[n] for n in names], [UPPER[n] for n in names], replay)
     result = fit.result

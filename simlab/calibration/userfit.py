@@ -1,6 +1,6 @@
 """``simlab profiles fit``: turn your own benchmark numbers into a table profile with the calibrated smoothing.
 
-The measurements file is a CSV, one measurement a row (docs/hardware.md, "Fitting your own measurements"):
+The measurements file is a CSV, one measurement a row (docs/calibration.md, "Fitting your own measurements"):
 
 ====================  ==========================================================================================
 column                meaning
@@ -33,7 +33,7 @@ import pandas as pd
 
 from simlab.common.errors import InputError
 from simlab.common.version import __version__
-from simlab.hardware.calfit.lsq import error_summary, fit_log, rounded
+from simlab.calibration.stages.lsq import error_summary, fit_log, rounded
 from simlab.hardware.knee import MAX_KNEE_WIDTH, knee_array
 
 GENERATOR = "simlab profiles fit"

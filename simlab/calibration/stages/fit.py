@@ -6,12 +6,12 @@
    activation kernels.
 2. **End to end** (engine latencies of static batches), with stage 1 fixed: ``attention_efficiency`` (shared)
    and, per engine, ``step_overhead_s`` and ``request_overhead_s``.
-3. **Serving stacks** (benchmark runs of today's engines, :mod:`simlab.hardware.calfit.serving`), with stage 1
+3. **Serving stacks** (benchmark runs of today's engines, :mod:`simlab.calibration.stages.serving`), with stage 1
    fixed: per stack ``step_overhead_s``, ``request_overhead_s`` and ``attention_efficiency``, which the cost
    models use.
 
-All minimise squared log residuals (:func:`simlab.hardware.calfit.lsq.fit_log`); stages 3-5 on the engine's replay
-when the caller passes one (:mod:`simlab.hardware.calfit.replayed`). Rows a source's ``fit`` does not
+All minimise squared log residuals (:func:`simlab.calibration.stages.lsq.fit_log`); stages 3-5 on the engine's replay
+when the caller passes one (:mod:`simlab.calibration.stages.replayed`). Rows a source's ``fit`` does not
 select are held out and only evaluated; rows that cannot be valid (:func:`static_batch_exclusion`) are listed and
 left out of both. A GPU without measurements borrows another's parameters (calibration.yaml ``gpus``).
 """
@@ -23,9 +23,9 @@ from typing import Any, Optional
 
 import numpy as np
 
-from simlab.hardware.calfit.checks import derived_curves, reference_check
-from simlab.hardware.calfit.lsq import FitResult, error_summary, fit_log, rounded
-from simlab.hardware.calfit.observe import (
+from simlab.calibration.stages.checks import derived_curves, reference_check
+from simlab.calibration.stages.lsq import FitResult, error_summary, fit_log, rounded
+from simlab.calibration.stages.observe import (
     OperatorRows,
     StaticBatch,
     operator_rows,
@@ -34,8 +34,8 @@ from simlab.hardware.calfit.observe import (
     static_batch_exclusion,
     static_batch_rows,
 )
-from simlab.hardware.calfit.replayed import Replay
-from simlab.hardware.calfit.serving import (
+from simlab.calibration.stages.replayed import Replay
+from simlab.calibration.stages.serving import (
     STACK_FIT,
     ServingRecord,
     fit_stack,
@@ -44,7 +44,7 @@ from simlab.hardware.calfit.serving import (
     read_records,
     stack_entry,
 )
-from simlab.hardware.calfit.sources import OPERATORS, STATIC_BATCH, Source, Spec
+from simlab.calibration.stages.sources import OPERATORS, STATIC_BATCH, Source, Spec
 from simlab.hardware.device import RooflineParams
 from simlab.hardware.knee import MAX_KNEE_WIDTH
 from simlab.hardware.specs import GpuSpec, get_gpu
@@ -118,7 +118,7 @@ class Calibrator:
 
     def __init__(self, spec: Spec, replay: Optional[Replay] = None) -> None:
         self.spec = spec
-        self.replay = replay  # stages 3-5 fit the engine replay when given (simlab.hardware.calfit.replayed)
+        self.replay = replay  # stages 3-5 fit the engine replay when given (simlab.calibration.stages.replayed)
         self.operator_fits: dict[str, tuple[RooflineParams, FitResult, Source]] = {}
         self.engine_fits: dict[str, tuple[dict[str, RooflineParams], FitResult, list[str], Source]] = {}
         self.errors: dict[tuple[str, str], dict[str, list]] = {}  # (gpu, stage) -> fitted / held_out / excluded
@@ -183,12 +183,12 @@ class Calibrator:
                 reference_check(check, self.spec.folder, entry, self.spec.default_engine))
         out = {"generator": "scripts/calibrate_hardware.py", "default_engine": self.spec.default_engine,
                "sources": {s.id: s.provenance for s in self.spec.sources}, "gpus": gpus}
-        if self.spec.serving and self.spec.serving.get("moe"):  # stage 4 (simlab.hardware.calfit.moe)
-            from simlab.hardware.calfit.moe import fit_moe
+        if self.spec.serving and self.spec.serving.get("moe"):  # stage 4 (simlab.calibration.stages.moe)
+            from simlab.calibration.stages.moe import fit_moe
 
             out["moe"] = fit_moe(self.spec.serving["moe"], gpus, self.serving_records(), self.replay)
         if self.spec.serving and self.spec.serving.get("speculative"):  # stage 5 (calfit.speculative)
-            from simlab.hardware.calfit.speculative import fit_speculative
+            from simlab.calibration.stages.speculative import fit_speculative
 
             out["speculative"] = fit_speculative(self.spec.serving["speculative"], gpus, out.get("moe") or {},
                                                  self.serving_records(), self.replay)

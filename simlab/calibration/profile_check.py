@@ -7,7 +7,7 @@ users (every request at once when the benchmark sent them so), constant prompt a
 speculation, on the calibrated roofline of the record's GPU, model, stack, precision and KV precision (or on a
 named profile). The error of each metric is
 ``simulated / measured - 1``; a record is *fitted* when its stack's fit used it (fitted.yaml) and *held out*
-otherwise. ``error_table`` states the error per GPU x stack x precision x role, which docs/hardware.md shows and
+otherwise. ``error_table`` states the error per GPU x stack x precision x role, which docs/calibration.md shows and
 ``tests/test_profile_check.py`` recomputes.
 """
 
@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterable, Optional
 
 import numpy as np
 
-from simlab.hardware.calfit.serving import SERVING_FILE, ServingRecord, abs_errors, read_records
+from simlab.calibration.stages.serving import SERVING_FILE, ServingRecord, abs_errors, read_records
 from simlab.hardware.device import RooflineParams
 
 METRIC_KEYS = {"mean_tpot_ms": "mean_tpot_ms", "output_throughput_tok_s": "output_throughput"}
@@ -123,9 +123,9 @@ def simulate_record(record: ServingRecord, hardware: Any = None, *, cost: Any = 
 
 def replay_record(record: ServingRecord, params: Any) -> dict[str, float]:
     """The engine replay of ``record`` on the calibrated roofline ``params`` (:class:`RooflineParams`) give, the
-    calibration fit's ``replay`` (:mod:`simlab.hardware.calfit.replayed`), or on ``params`` itself when it is a
+    calibration fit's ``replay`` (:mod:`simlab.calibration.stages.replayed`), or on ``params`` itself when it is a
     cost model (a profile's table)."""
-    from simlab.hardware.calfit.serving import cost_model
+    from simlab.calibration.stages.serving import cost_model
 
     cost = cost_model(record, params) if isinstance(params, RooflineParams) else params
     return simulate_record(record, cost=cost)
@@ -203,8 +203,8 @@ def leave_one_source_out(folder: Optional[Path] = None) -> list[dict[str, Any]]:
     """Per stack and fitted source: the stack refitted without that source, and the error on the source's own
     records, simulated (hw_profiles/calibration/calibration.yaml names the sources; a source whose removal leaves
     nothing to fit is skipped)."""
-    from simlab.hardware.calfit.fit import fitted_records, refit_without
-    from simlab.hardware.calfit.sources import load_spec
+    from simlab.calibration.stages.fit import fitted_records, refit_without
+    from simlab.calibration.stages.sources import load_spec
     from simlab.hardware.calibration import load_fitted
 
     spec = load_spec(folder or records_path().parent)
@@ -230,8 +230,8 @@ def leave_one_source_out(folder: Optional[Path] = None) -> list[dict[str, Any]]:
 
 def leave_one_moe_source_out(spec: Any, fitted: dict[str, Any], records: list[ServingRecord]) -> list[dict[str, Any]]:
     """Stage 4's leave one source out: each stack's MoE latency refitted without one of its sources, and that
-    source's error (simlab.hardware.calfit.moe)."""
-    from simlab.hardware.calfit.moe import PARAMETER, fit_overhead, moe_records
+    source's error (simlab.calibration.stages.moe)."""
+    from simlab.calibration.stages.moe import PARAMETER, fit_overhead, moe_records
 
     out = []
     for stack, how in (spec.serving.get("moe") or {}).items():
