@@ -97,17 +97,3 @@ def user_project(root: Path, scenario: dict | None = None) -> dict[str, Path]:
     if scenario is not None:
         paths["scenario"] = write_scenario(root, scenario, name="tiny.yaml")
     return paths
-
-
-def load_script(name: str):
-    """A script of scripts/ imported as a module (the repository root on sys.path, as when it runs)."""
-    import importlib.util
-
-    repo = Path(__file__).resolve().parents[1]
-    if str(repo) not in sys.path:
-        sys.path.insert(0, str(repo))
-    spec = importlib.util.spec_from_file_location(name, repo / "scripts" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-

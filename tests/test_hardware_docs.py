@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import yaml
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "scripts"))
+from simlab.calibration import refit as calibrate
+from simlab.real.profiler import gpu_run as gpu_profile
 
-import calibrate_hardware as calibrate  # noqa: E402
-import gpu_profile  # noqa: E402
+REPO = Path(__file__).resolve().parent.parent
 
 
 def test_hardware_doc_shows_the_shipped_fit():

@@ -82,9 +82,7 @@ def test_the_curves_price_an_operation_as_floor_plus_ideal_over_efficiency():
 
 def test_the_shipped_curves_are_what_the_database_gives():
     pytest.importorskip("aiconfigurator_core")
-    from helpers import load_script
-
-    script = load_script("fit_kernel_curves")
+    from simlab.hardware import kernel_fit as script
     shipped = yaml.safe_load(curves_file("h100-sxm").read_text())
     gpu = get_gpu("h100-sxm")
     assert script.fit_gemm("h100_sxm", gpu.hbm_bytes_per_s, gpu.bf16_flop_per_s) == shipped["gemm"]

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from helpers import load_script
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 def _script():
-    return load_script("readme_quickstart")
+    from simlab.studies import quickstart_readme
+
+    return quickstart_readme
 
 
 def test_readme_quickstart_table_and_its_prose_are_current():

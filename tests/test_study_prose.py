@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from helpers import load_script
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 def _script():
-    return load_script("study_prose")
+    from simlab.studies import prose
+
+    return prose
 
 
 def test_every_study_paragraph_is_written_from_its_report():

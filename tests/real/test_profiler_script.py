@@ -3,7 +3,6 @@ once with exit 2 and a clear message; its grid's estimated H200 time fits the bu
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import subprocess
 from pathlib import Path
@@ -25,10 +24,9 @@ def _run(*args: str, timeout: float = 240) -> subprocess.CompletedProcess:
 
 
 def _helper():
-    spec = importlib.util.spec_from_file_location("gpu_profile", REPO / "scripts" / "gpu_profile.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    from simlab.real.profiler import gpu_run
+
+    return gpu_run
 
 
 def test_dry_run_profiles_the_tiny_model_on_cpu_and_checks_the_file(tmp_path):

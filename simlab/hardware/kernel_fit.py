@@ -1,0 +1,134 @@
+"""Fit the per-operation roofline's efficiency curves on aiconfigurator-core's silicon database (the aic extra) and
+write hw_profiles/kernels/<gpu>.yaml, which simlab.hardware.kernel_curves reads (docs/operations.md).
+
+    python scripts/fit_kernel_curves.py            # every GPU the database and simlab both know
+    python scripts/fit_kernel_curves.py h100-sxm   # one
+
+Each kernel family is priced as ``floor_s + ideal_s / efficiency``, ``ideal_s`` the datasheet roofline
+``max(bytes / HBM bandwidth, FLOPs / dense bf16 peak)``:
+
+- GEMM (bf16, ``torch.nn.functional.linear`` or vLLM 0.14's default; and fp8, vLLM's per-tensor CUTLASS kernel,
+  against the fp8 peak, as ``gemm_fp8``): efficiency by M (log2 buckets of the token
+  count), the median of ``ideal / (latency - floor)`` over the rows whose ideal time is at least 30 us; the floor
+  the median latency of the rows whose ideal time is under 1 us;
+- decode attention (FlashAttention, bf16 KV): efficiency of the KV read, the median over rows of at least 30 us;
+- prefill attention: efficiency of the FLOPs, likewise.
+
+The fit's error on every row of the database (median and 90th percentile of |predicted / measured - 1|) is written
+beside the curves.
+"""
+
+from __future__ import annotations
+
+import sys
+from datetime import date
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+OUT = REPO / "hw_profiles" / "kernels"
+SYSTEMS = {"a100-80g": "a100_sxm", "h100-sxm": "h100_sxm", "h200": "h200_sxm", "b200": "b200_sxm",
+           "b300": "b300_sxm", "gb200": "gb200", "l40s": "l40s", "rtx-pro-6000": "rtx_pro_6000_server"}
+BIG_S, SMALL_S = 30e-6, 1e-6
+
+
+def _database(system: str, family: str, name: str):
+    import aiconfigurator_core
+    import pandas as pd
+
+    root = Path(aiconfigurator_core.__file__).parent / "systems" / "data" / system / family
+    for backend in ("vllm", "sglang", "trtllm"):
+        files = sorted(root.glob(f"{backend}/*/{name}"))
+        if files:
+            return pd.read_parquet(files[-1]), f"{system}/{family}/{backend}/{files[-1].parent.name}"
+    raise FileNotFoundError(f"no {name} for {system}")
+
+
+def _errors(predicted, measured) -> dict:
+    err = np.abs(np.asarray(predicted) / np.asarray(measured) - 1.0)
+    return {"rows": int(len(err)), "median_abs_error": round(float(np.median(err)), 4),
+            "p90_abs_error": round(float(np.quantile(err, 0.9)), 4)}
+
+
+FP8_KERNEL = "CutlassFP8ScaledMMLinearKernel"  # per-tensor scaled fp8 weights and activations, bf16 output
+
+
+def fit_gemm(system: str, bw: float, peak: float, dtype: str = "bf16") -> dict:
+    df, source = _database(system, "gemm", "gemm_perf.parquet")
+    if dtype == "fp8":
+        d = df[(df.gemm_dtype == "fp8") & (df.kernel_source == FP8_KERNEL)]
+    else:
+        d = df[(df.gemm_dtype == "bfloat16") & df.kernel_source.isin(["torch.nn.functional.linear", "vllm_default"])]
+    if d.empty:
+        return {}
+    t = d.latency.to_numpy() * 1e-3
+    m, n, k = (d[c].to_numpy().astype(float) for c in ("m", "n", "k"))
+    element = 1.0 if dtype == "fp8" else 2.0  # weights and activations in; the output is bf16
+    ideal = np.maximum((element * (m * k + k * n) + 2.0 * m * n) / bw, 2.0 * m * n * k / peak)
+    floor = float(np.median(t[ideal < SMALL_S]))
+    bucket = np.round(np.log2(m) * 2.0) / 2.0
+    grid = sorted(set(bucket[ideal >= BIG_S]))
+    eff = [float(np.median(ideal[(bucket == b) & (ideal >= BIG_S)] / (t[(bucket == b) & (ideal >= BIG_S)] - floor)))
+           for b in grid]
+    predicted = floor + ideal / np.interp(bucket, grid, eff)
+    llm = (n >= 1024) & (k >= 1024) & (m <= 4096)
+    return {"source": source, "floor_s": round(floor, 9), "log2_m": [float(b) for b in grid],
+            "efficiency": [round(e, 4) for e in eff], "error_all_rows": _errors(predicted, t),
+            "error_llm_shapes": _errors(predicted[llm], t[llm])}
+
+
+def fit_attention(system: str, bw: float, peak: float) -> dict:
+    out = {}
+    for phase, name in (("decode", "generation_attention_perf.parquet"), ("prefill", "context_attention_perf.parquet")):
+        df, source = _database(system, "attention", name)
+        d = df[df.kv_cache_dtype == "bfloat16"]
+        if "window_size" in d:
+            d = d[d.window_size == 0]
+        if "step" not in d:
+            d = d.assign(step=0)
+        t = d.latency.to_numpy() * 1e-3
+        b, heads, kv_heads, dim = (d[c].to_numpy().astype(float) for c in
+                                   ("batch_size", "num_heads", "num_key_value_heads", "head_dim"))
+        if phase == "decode":
+            context = (d.isl + d.step).to_numpy().astype(float)
+            ideal = np.maximum(b * context * 2 * kv_heads * dim * 2 / bw, b * context * 4 * heads * dim / peak)
+        else:
+            isl = d.isl.to_numpy().astype(float)
+            ideal = b * isl * isl / 2 * 4 * heads * dim / peak  # causal: half the pairs
+        floor = float(np.median(t[ideal < SMALL_S])) if (ideal < SMALL_S).any() else float(t.min())
+        big = ideal >= BIG_S
+        eff = float(np.median(ideal[big] / (t[big] - floor)))
+        out[phase] = {"source": source, "floor_s": round(floor, 9), "efficiency": round(eff, 4),
+                      "error_all_rows": _errors(floor + ideal / eff, t)}
+    return out
+
+
+def main(argv: list[str]) -> int:
+    from simlab.hardware.specs import get_gpu
+
+    for gpu_name in argv or list(SYSTEMS):
+        gpu = get_gpu(gpu_name)
+        system = SYSTEMS[gpu.name]
+        bw, peak = gpu.hbm_bytes_per_s, gpu.bf16_flop_per_s
+        doc = {"gpu": gpu.name, "generator": "scripts/fit_kernel_curves.py", "date": date.today().isoformat(),
+               "database": "aiconfigurator-core " + __import__("importlib.metadata").metadata.version(
+                   "aiconfigurator-core"),
+               "datasheet": {"hbm_bytes_per_s": bw, "bf16_flop_per_s": peak},
+               "gemm": fit_gemm(system, bw, peak), "attention": fit_attention(system, bw, peak)}
+        if gpu.fp8_flop_per_s:
+            fp8 = fit_gemm(system, bw, gpu.fp8_flop_per_s, "fp8")
+            if fp8:
+                doc["gemm_fp8"] = fp8
+        path = OUT / f"{gpu.name}.yaml"
+        text = yaml.safe_dump(doc, sort_keys=False, width=120, default_flow_style=None)
+        path.write_text("# Per-operation efficiency curves fitted on aiconfigurator-core's kernel timings "
+                        "(docs/operations.md)\n" + text, encoding="utf-8")
+        print(f"wrote {path.relative_to(REPO)}: gemm median |err| {doc['gemm']['error_llm_shapes']['median_abs_error']}"
+              f", decode attention {doc['attention']['decode']['error_all_rows']['median_abs_error']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
