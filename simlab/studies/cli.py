@@ -177,6 +177,10 @@ def plan_command(
                                              "so far (marked incomplete)."),
     report: bool = typer.Option(True, "--report/--no-report", help="Write report.html."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress and no table."),
+    prefer: Optional[str] = typer.Option(None, "--prefer", help="The tie-break at equal cost: simplest (no "
+                                         "speculation and fewer moving parts first, then the most SLA headroom; "
+                                         "the default) or fastest (the faster median user first); replaces the "
+                                         "plan's prefer:."),
 ) -> None:
     """The cheapest deployment (GPU, stack, precision, layout, replicas or P:D split, arm) meeting the plan's SLA."""
     from simlab.studies.executors import check_executor_options
@@ -185,7 +189,7 @@ def plan_command(
 
     check_executor_options(executor, workers=workers, address=address)
     outcome = run_plan(plan_file, out, executor=executor, workers=workers, address=address, budget_s=budget_s,
-                       report=report, progress=default_progress(quiet), command=command_line())
+                       report=report, progress=default_progress(quiet), command=command_line(), prefer=prefer)
     doc = outcome.document
     err = Console(stderr=True, highlight=False, soft_wrap=True)
     if not quiet:
@@ -194,6 +198,14 @@ def plan_command(
             stdout = Console(width=160)
         stdout.print(plan_table(doc))
         stdout.print(f"results: {outcome.out}/")
+        from simlab.studies.plan_verdict import plan_warnings
+
+        for warning in plan_warnings(doc):
+            err.print(f"caution: {warning}", markup=False)
+        stdout.print(doc["verdict"], markup=False, highlight=False)
+        launch = [outcome.out / f"launch_{engine}.sh" for engine in ("vllm", "sglang")]
+        if doc["best"] is not None and all(path.is_file() for path in launch):
+            stdout.print("launch files: " + ", ".join(str(path) for path in launch), markup=False, highlight=False)
     if not doc["complete"]:
         err.print("warning: the time budget ran out: the answer is the best found so far (plan.json: complete "
                   "false)", markup=False)

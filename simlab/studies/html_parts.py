@@ -21,6 +21,9 @@ table { border-collapse: collapse; font-size: 0.8em; margin: 0.5em 0 1.5em; }
 th, td { border: 1px solid #ddd; padding: 0.2em 0.5em; text-align: right; }
 th { background: #f4f4f4; } td.text, th.text { text-align: left; }
 .gain-up { color: #1a7f37; } .gain-down { color: #b42318; }
+pre { white-space: pre-wrap; overflow-wrap: anywhere; background: #f7f7f7; padding: 0.5em; font-size: 0.8em; }
+.question { font-size: 1.05em; } .verdict { font-size: 1.05em; line-height: 1.45; }
+.warning { color: #8a4b00; background: #fff6e5; padding: 0.4em 0.6em; }
 """
 
 

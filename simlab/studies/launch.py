@@ -14,6 +14,7 @@ VLLM_RELEASE = "0.13.0"
 SGLANG_RELEASE = "0.5.3"
 VLLM_METHODS = {"eagle3": "eagle3", "mtp": "mtp", "dflash": "dflash", "dspark": "dspark"}
 SGLANG_ALGORITHMS = {"eagle3": "EAGLE3", "mtp": "NEXTN", "dflash": "DFLASH", "dspark": "DSPARK"}
+EAGLE_STYLE = ("eagle3", "mtp")  # SGLang runs these on its EAGLE worker, which takes --speculative-eagle-topk
 DEFAULT_MAX_NUM_SEQS = 256  # simlab's EngineConfig defaults, which every deployment runs with unless the plan sets them
 DEFAULT_MAX_BATCH_TOKENS = 8192
 
@@ -78,7 +79,8 @@ def sglang_command(hardware: dict, arm: dict, engine: dict, hf_id: str, drafter:
         words += ["--quantization", "fp8"]
     elif hardware.get("precision") == "fp4":
         words += ["--quantization", "modelopt_fp4"]
-    words += ["--max-running-requests", str(seqs), "--chunked-prefill-size", str(tokens)]
+    chunk = engine.get("prefill_chunk_tokens") or tokens  # the chunk the simulation prefilled in
+    words += ["--max-running-requests", str(seqs), "--chunked-prefill-size", str(chunk)]
     if role is not None:
         words += ["--disaggregation-mode", role, "--disaggregation-transfer-backend", "nixl"]
     method = arm["method"]
@@ -88,9 +90,10 @@ def sglang_command(hardware: dict, arm: dict, engine: dict, hf_id: str, drafter:
         words += ["--speculative-algorithm", SGLANG_ALGORITHMS[method]]
         if method != "mtp":
             words += ["--speculative-draft-model-path", drafter or drafter_placeholder(method, hf_id)]
-        words += ["--speculative-num-steps", str(gamma),
-                  "--speculative-eagle-topk", str(tree["topk"] if tree else 1),
-                  "--speculative-num-draft-tokens", str(tree["num_draft_tokens"] if tree else gamma + 1)]
+        words += ["--speculative-num-steps", str(gamma)]
+        if method in EAGLE_STYLE:  # the EAGLE worker's tree flags; DFlash and DSpark draft one chain
+            words += ["--speculative-eagle-topk", str(tree["topk"] if tree else 1)]
+        words += ["--speculative-num-draft-tokens", str(tree["num_draft_tokens"] if tree else gamma + 1)]
     return " ".join(shlex.quote(w) for w in words)
 
 
@@ -109,14 +112,40 @@ def launch_commands(deployment: dict, scenario: dict, hf_id: str, drafter: Optio
             "sglang": [sglang_command(hardware, arm, engine, hf_id, drafter, r) for r in roles]}
 
 
-def launch_file_text(engine: str, deployment: dict, commands: list[str], stack_version: Optional[str] = None) -> str:
-    """A launch file: the command first (a vLLM file starts with ``vllm serve``), then what it stands for.
-    ``stack_version``: the release the deployment was simulated at, when it is this engine's."""
-    release = stack_version or (VLLM_RELEASE if engine == "vllm" else SGLANG_RELEASE)
+def launch_notes(engine: str, deployment: dict, arm: dict, drafter: Optional[str], hf_id: str) -> list[str]:
+    """What a person must know before running a launch file (comment lines): whether the plan simulated this
+    engine and at which release, a drafter they must fill in, a scheduler the engine has no flag for."""
+    recorded = (deployment.get("metrics") or {}).get("engine") or {}
+    simulated = recorded.get("stack_version") or deployment["stack"]
+    flags_release = VLLM_RELEASE if engine == "vllm" else SGLANG_RELEASE
+    notes = []
+    if deployment["stack"] != engine:
+        notes.append(f"# NOT SIMULATED: simlab planned this deployment on {simulated}; this is the same deployment in "
+                     f"{engine}'s flags, whose own scheduling and kernels were not simulated")
+    else:
+        notes.append(f"# simulated on {simulated}, with the engine limits below as simlab ran them; flag names "
+                     f"checked against {engine} {flags_release}")
+    method = arm.get("method", "none")
+    if method not in ("none", "mtp") and not drafter:
+        notes.append(f"# FILL IN: {drafter_placeholder(method, hf_id)} stands for a {method} drafter checkpoint; "
+                     "the plan named none (give its arm `drafter:`)")
+    from simlab.schedulers import DEFAULT_KIND
+
+    kind = (arm.get("scheduler") or {}).get("kind", DEFAULT_KIND) if method != "none" else DEFAULT_KIND
+    if kind != DEFAULT_KIND:
+        notes.append(f"# simlab credited the {kind} scheduler; {engine} at this release has no flag for it and "
+                     f"verifies all {arm.get('gamma')} drafts each step, which this plan did not simulate (add the "
+                     "arm with scheduler: {kind: fixed} to see what that costs)")
+    return notes
+
+
+def launch_file_text(engine: str, deployment: dict, commands: list[str], notes: Optional[list[str]] = None) -> str:
+    """A launch file: the command first (a vLLM file starts with ``vllm serve``), then what it stands for and
+    ``notes`` (:func:`launch_notes`)."""
     split = deployment.get("disaggregation")
     if split:
         count = (f"# run the first line on {split['prefill_replicas']} prefill replica(s) and the second on "
                  f"{split['decode_replicas']} decode replica(s), with a P/D proxy in front")
     else:
         count = f"# run on {deployment['replicas']} replica(s) behind a load balancer"
-    return "\n".join([*commands, count, f"# flags as of {engine} {release}; written by simlab plan", ""])
+    return "\n".join([*commands, count, *(notes or []), "# written by simlab plan", ""])

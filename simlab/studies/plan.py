@@ -12,13 +12,15 @@ lost), ``best.yaml`` (the chosen deployment as a scenario for ``simlab run``), `
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
 from simlab.common.errors import InputError
 from simlab.studies.plan_config import PlanSpec, read_plan
-from simlab.studies.plan_ranking import Evaluated
+from simlab.studies.plan_ranking import PREFERENCES, Evaluated, headroom
+from simlab.studies.plan_verdict import RULES, verdict
 from simlab.studies.plan_search import PlanSearch, SearchResult
 from simlab.studies.plan_space import Family, build_families, enumerate_layouts, plan_load
 from simlab.studies.progress import StudyProgress
@@ -39,16 +41,21 @@ class PlanOutcome:
 def run_plan(plan_file: str | Path, out=None, *, executor: str = "local", workers: Optional[int] = None,
              address: Optional[str] = None, budget_s: Optional[float] = None, report: bool = True,
              progress: Optional[StudyProgress] = None, command: Optional[str] = None,
-             exhaustive: bool = False) -> PlanOutcome:
+             exhaustive: bool = False, prefer: Optional[str] = None) -> PlanOutcome:
     """Answer a plan and write its folder (default ``results/<name>-plan/``); a folder of an earlier run of the
-    plan is resumed. ``exhaustive`` simulates every deployment without bounds (for tests and checks)."""
+    plan is resumed. ``exhaustive`` simulates every deployment without bounds (for tests and checks); ``prefer``
+    replaces the plan's tie-break at equal cost (:data:`simlab.studies.plan_ranking.PREFERENCES`)."""
     from simlab.common.outputs import check_out_dir, open_resumable_dir
     from simlab.studies.executors import make_executor
 
     if budget_s is not None and not budget_s > 0:
         raise InputError("must be a positive number of seconds", field="--budget-s", value=budget_s,
                          valid="e.g. 120")
+    if prefer is not None and prefer not in PREFERENCES:
+        raise InputError("is not a preference", field="--prefer", value=prefer, valid=" or ".join(PREFERENCES))
     spec = read_plan(plan_file)
+    if prefer is not None:
+        spec.block = spec.block.model_copy(update={"prefer": prefer})
     load = plan_load(spec)
     layouts, skipped = enumerate_layouts(spec, load)
     families = build_families(spec, layouts, load)
@@ -59,24 +66,41 @@ def run_plan(plan_file: str | Path, out=None, *, executor: str = "local", worker
         open_resumable_dir(out_dir, kind=PLAN_KIND, command=command)
         search = PlanSearch(spec, families, load, pool, progress, out_dir / "probes", budget_s, exhaustive)
         result = search.run()
-    document = plan_document(spec, families, search, result, skipped, command)
+    from simlab.studies.plan_sensitivity import sensitivity
+
+    spread = sensitivity(spec, families, search.ranking, result.evaluated,
+                         lambda f, units, value: layout_fields(spec, f, units, value, search))
+    document = plan_document(spec, families, search, result, skipped, command, spread)
     write_plan_folder(out_dir, spec, families, search, result, document, report)
     return PlanOutcome(out_dir, document, result)
 
 
-def deployment(spec: PlanSpec, family: Family, e: Evaluated, search: PlanSearch) -> dict:
-    """The contract's DEPLOYMENT of an evaluated deployment."""
+def layout_fields(spec: PlanSpec, family: Family, units: int, value: Any, search: PlanSearch) -> dict:
+    """What a deployment is, before it runs: layout, replicas (or split), arm, GPUs, price, moving parts."""
     layout = family.layout
-    split = e.value if family.disaggregated else None
+    split = value if family.disaggregated else None
     return {
         "gpu": layout.gpu, "stack": layout.stack, "precision": layout.precision,
         "tensor_parallel": layout.tensor_parallel, "expert_parallel": layout.expert_parallel,
-        "replicas": e.units, "disaggregation": dict(split) if split else None, "arm": spec.arms[family.arm].label,
-        "num_gpus": family.num_gpus(e.units), "usd_per_hour": round(family.usd_per_hour(e.units), 6),
+        "replicas": units, "disaggregation": dict(split) if split else None, "arm": spec.arms[family.arm].label,
+        "num_gpus": family.num_gpus(units), "usd_per_hour": round(family.usd_per_hour(units), 6),
+        "moving_parts": search.ranking.moving_parts(family),
+    }
+
+
+def deployment(spec: PlanSpec, family: Family, e: Evaluated, search: PlanSearch) -> dict:
+    """The contract's DEPLOYMENT of an evaluated deployment."""
+    fields = layout_fields(spec, family, e.units, e.value, search)
+    moving_parts = fields.pop("moving_parts")
+    return {
+        **fields,
         "meets_sla": e.meets, "metrics": e.metrics,
         "engine": e.data.get("engine", {}),
         "objective": search.ranking.objective(family, e.units, e.metrics) if e.metrics else None,
         "failing": [] if e.meets else explain(spec, e),
+        "moving_parts": moving_parts,
+        "headroom": {name: round(value, 4) for name, value in headroom(spec.sla, e.metrics).items()
+                     if math.isfinite(value)},
     }
 
 
@@ -88,8 +112,13 @@ def explain(spec: PlanSpec, e: Evaluated) -> list[str]:
     for c in spec.sla.conditions:
         if not c.holds(e.metrics):
             value = e.metrics.get(c.metric)
-            out.append(f"{c} ({c.metric}={value:.4g})" if isinstance(value, (int, float)) else f"{c} ({value})")
+            out.append(f"{c} ({c.metric}={readable(value)})" if isinstance(value, (int, float)) else f"{c} ({value})")
     return out
+
+
+def readable(value: float) -> str:
+    """A metric's value as a person reads it: 12,202.8 rather than 1.22e+04, 6.348 rather than 6.34812."""
+    return f"{value:,.1f}" if abs(value) >= 1000 else f"{value:.4g}"
 
 
 def closest(spec: PlanSpec, evaluated: list[Evaluated]) -> Optional[Evaluated]:
@@ -109,7 +138,8 @@ def closest(spec: PlanSpec, evaluated: list[Evaluated]) -> Optional[Evaluated]:
 
 
 def plan_document(spec: PlanSpec, families: list[Family], search: PlanSearch, result: SearchResult,
-                  skipped: list[tuple[dict, str]], command: Optional[str]) -> dict:
+                  skipped: list[tuple[dict, str]], command: Optional[str],
+                  spread: Optional[dict] = None) -> dict:
     """plan.json: the contract's ``sla``, ``objective``, ``best`` and ``candidates``, and how the search went."""
     from simlab.common.version import __version__
     from simlab.common.yaml_file import read_yaml
@@ -131,20 +161,23 @@ def plan_document(spec: PlanSpec, families: list[Family], search: PlanSearch, re
                      if c["meets_sla"] and families[e.family].arm == index), None)
         by_arm[arm.label] = {key: mine[key] for key in ("arm", "gpu", "stack", "precision", "tensor_parallel",
                                                         "expert_parallel", "replicas", "disaggregation",
-                                                        "num_gpus", "usd_per_hour", "objective")} if mine else None
+                                                        "num_gpus", "usd_per_hour", "objective", "metrics",
+                                                        "moving_parts", "headroom")} if mine else None
     near = None
     if best is None:
         e = closest(spec, result.evaluated)
         if e is not None:
             near = next(c for c, x in zip(candidates, result.evaluated) if x is e)
     space = sum(f.max_units - f.min_units + 1 for f in families)
-    return {
+    document = {
         "generator": f"simlab {__version__}", "name": spec.name, "model": spec.model,
         "plan_file": str(spec.file), "plan_sha256": data_sha256(read_yaml(spec.file, what="plan file")),
         "command": command,
-        "sla": spec.sla.document(), "objective": spec.block.objective,
+        "sla": spec.sla.document(), "objective": spec.block.objective, "prefer": spec.block.prefer,
         "complete": result.complete,
         "best": best, "best_by_arm": by_arm, "closest": near,
+        "arm_moving_parts": {arm.label: arm.moving_parts for arm in spec.arms},
+        "sensitivity": spread,
         "prices": {name: {"usd_per_hour": p.usd_per_hour, "source": p.source, "date": p.date}
                    for name, p in spec.prices.items()},
         "search": {"num_layouts": len({f.layout for f in families}), "num_families": len(families),
@@ -157,6 +190,8 @@ def plan_document(spec: PlanSpec, families: list[Family], search: PlanSearch, re
                    "layouts_skipped": [{"layout": layout_label(**what), **what, "why": why} for what, why in skipped]},
         "candidates": candidates,
     }
+    document["verdict"] = verdict(document)
+    return {"verdict": document.pop("verdict"), **document}
 
 
 def csv_rows(spec: PlanSpec, families: list[Family], document: dict) -> tuple[list[str], list[list[Any]]]:
@@ -172,8 +207,8 @@ def csv_rows(spec: PlanSpec, families: list[Family], document: dict) -> tuple[li
         if c is best:
             status, why = "chosen", "meets the SLA at the lowest " + spec.block.objective
         elif c["meets_sla"] and c["objective"] <= best["objective"] * (1 + 1e-9):
-            status, why = "tie", (f"meets the SLA at the same {spec.block.objective} as the chosen; ranked below it "
-                                  "(more GPUs or a slower median user)")
+            status, why = "tie", (f"meets the SLA at the same {spec.block.objective} as the chosen; ranked below it: "
+                                  f"{RULES[spec.block.prefer]}")
         elif c["meets_sla"]:
             status, why = "dearer", (f"meets the SLA; {spec.block.objective} {c['objective']:.4g} vs the chosen "
                                      f"{best['objective']:.4g}")
@@ -218,11 +253,15 @@ def write_plan_folder(out_dir: Path, spec: PlanSpec, families: list[Family], sea
         text = yaml.safe_dump(scenario, sort_keys=False)
         write_file_atomic(out_dir / "best.yaml", "# written by simlab plan: the chosen deployment; "
                                                  "re-run it with `simlab run best.yaml`\n" + text)
-        hardware = result.best.data["hardware"]
+        from simlab.hardware.specs import get_model
+        from simlab.studies.launch import launch_notes
+
+        arm = result.best.data["arms"][0]
+        drafter = spec.arms[families[result.best.family].arm].drafter
         for engine in ("vllm", "sglang"):
-            version = hardware.get("stack_version") if hardware.get("stack") == engine else None
+            notes = launch_notes(engine, best, arm, drafter, get_model(spec.model).hf_id)
             write_file_atomic(out_dir / f"launch_{engine}.sh",
-                              launch_file_text(engine, best, best["launch"][engine], version))
+                              launch_file_text(engine, best, best["launch"][engine], notes))
     if report:
         from simlab.studies.plan_report import write_plan_report
 

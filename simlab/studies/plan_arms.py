@@ -40,6 +40,24 @@ class PlanArm:
 
         return Arm(**self.arm).label
 
+    @property
+    def moving_parts(self) -> list[str]:
+        """What this arm runs beyond plain decoding, each a thing to train, host or keep in step with the target:
+        a drafter, a draft tree, a scheduler that reads the load (empty: no speculation)."""
+        from simlab.config.arms import Arm
+
+        arm = Arm(**self.arm)
+        if arm.draft_len == 0:
+            return []
+        parts = [f"{'an' if arm.method[0] in 'aeiou' else 'a'} {arm.method} drafter"]
+        if arm.tree is not None:
+            parts.append("a draft tree")
+        from simlab.schedulers import DEFAULT_KIND
+
+        if arm.scheduler is not None and arm.scheduler.kind != DEFAULT_KIND:
+            parts.append(f"the {arm.scheduler.kind} scheduler")
+        return parts
+
 
 def read_arm(raw: Any, index: int, *, file: str) -> PlanArm:
     """One entry of a plan's ``arms:`` as a :class:`PlanArm`; every problem is an :class:`InputError` naming

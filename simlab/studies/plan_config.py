@@ -50,6 +50,7 @@ class PlanBlock(StrictModel):
     link_bandwidth_GBps: PositiveFloat = DEFAULT_LINK_GBPS
     objective: Literal["usd_per_hour", "num_gpus", "usd_per_million_tokens"] = "usd_per_hour"
     cost_model: Literal["roofline", "operations"] = "roofline"  # operations: docs/operations.md
+    prefer: Literal["simplest", "fastest"] = "simplest"  # the tie-break at equal cost (studies.plan_ranking)
 
 
 @dataclass

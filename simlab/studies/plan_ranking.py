@@ -1,5 +1,11 @@
 """How a plan ranks its deployments: the plan's objective (GPUs, dollars per hour, or dollars per million output
 tokens), the order of the candidates, and the bound that lets the search answer a dearer count without running it.
+
+The order (docs/planning.md, "How the answer is chosen"): those meeting the SLA first, then the cheapest by the
+objective. At equal cost, ``prefer: simplest`` (the default) puts no speculation before speculation and fewer
+moving parts before more (a drafter, a draft tree, a load-aware scheduler, disaggregated pools), then the most
+headroom against the SLA (the smallest relative slack over its conditions); ``prefer: fastest`` puts the faster
+median user first. Then fewer GPUs, and the family's place, so that the order never depends on timing.
 """
 
 from __future__ import annotations
@@ -13,6 +19,26 @@ from simlab.studies.plan_config import PlanSpec
 from simlab.studies.plan_space import Family, Load
 
 RELATIVE_TIE = 1e-9
+PREFERENCES = ("simplest", "fastest")
+
+
+def headroom(sla, metrics: Optional[dict]) -> dict[str, float]:
+    """Per SLA condition, the relative slack of ``metrics`` against it: (limit - value) / limit for an upper
+    bound, (value - limit) / limit for a lower one (negative: missed)."""
+    out = {}
+    for c in sla.conditions:
+        value = (metrics or {}).get(c.metric)
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or math.isnan(value) or c.value == 0:
+            out[str(c)] = -math.inf
+            continue
+        slack = (c.value - value) if c.op == "<=" else (value - c.value)
+        out[str(c)] = slack / abs(c.value)
+    return out
+
+
+def least_headroom(sla, metrics: Optional[dict]) -> float:
+    """The binding condition's relative slack (:func:`headroom`)."""
+    return min(headroom(sla, metrics).values(), default=math.inf)
 
 
 @dataclass
@@ -36,6 +62,7 @@ class PlanRanking:
 
     def __init__(self, spec: PlanSpec, families: list[Family], load: Load):
         self.spec, self.families, self.load = spec, families, load
+        self.prefer = spec.block.prefer
         self.best: Optional[Evaluated] = None
         self.best_by_arm: dict[int, Evaluated] = {}
 
@@ -50,12 +77,24 @@ class PlanRanking:
         rate = (metrics or {}).get("output_throughput") if metrics else self.load.max_output_tok_s
         return usd / (rate * 3600.0 / 1e6) if rate else (math.inf if metrics else 0.0)
 
+    def moving_parts(self, family: Family) -> list[str]:
+        """What a deployment of ``family`` runs beyond plain decoding on one pool of replicas."""
+        parts = list(self.spec.arms[family.arm].moving_parts)
+        if family.disaggregated:
+            parts.append("prefill and decode pools with a KV link")
+        return parts
+
     def rank_key(self, e: Evaluated) -> tuple:
-        """Best first: meets the SLA, objective, GPUs, faster median user, then the family's place."""
+        """Best first (the module docstring): meets the SLA, objective, then the preference's tie-break, GPUs and
+        the family's place."""
         family = self.families[e.family]
         user = (e.metrics or {}).get("median_user_tok_s") or 0.0
-        return (not e.meets, self.objective(family, e.units, e.metrics) if e.metrics else math.inf,
-                family.num_gpus(e.units), -user, e.family, canonical_json(e.value))
+        cost = self.objective(family, e.units, e.metrics) if e.metrics else math.inf
+        if self.prefer == "fastest":
+            tie_break: tuple = (-user,)
+        else:
+            tie_break = (len(self.moving_parts(family)), -least_headroom(self.spec.sla, e.metrics), -user)
+        return (not e.meets, cost, *tie_break, family.num_gpus(e.units), e.family, canonical_json(e.value))
 
     def consider(self, e: Evaluated) -> None:
         """Keep ``e`` as the best overall or of its arm where it meets the SLA and ranks first."""

@@ -10,6 +10,7 @@ from typing import Optional
 
 import numpy as np
 from simlab.studies.labels import deployment_label, split_label
+from simlab.studies.plan_verdict import plan_warnings, verdict
 
 NUM_RANKED = 30
 
@@ -56,11 +57,12 @@ def pareto_png(doc: dict) -> Optional[bytes]:
                            [c["metrics"]["output_throughput_per_gpu"] for c in sel], s=28,
                            facecolors=colours[arm] if meets else "none", edgecolors=colours[arm],
                            label=f"{arm} ({'meets' if meets else 'misses'} SLA)")
-    x = np.array([c["metrics"]["median_user_tok_s"] or np.nan for c in points], dtype=float)
-    y = np.array([c["metrics"]["output_throughput_per_gpu"] or np.nan for c in points], dtype=float)
+    meeting = [c for c in points if c["meets_sla"]]  # the front is of what meets the SLA: misses are not options
+    x = np.array([c["metrics"]["median_user_tok_s"] or np.nan for c in meeting], dtype=float)
+    y = np.array([c["metrics"]["output_throughput_per_gpu"] or np.nan for c in meeting], dtype=float)
     front = pareto_mask(x, y)
     order = np.argsort(x[front])
-    ax.plot(x[front][order], y[front][order], color="#555", lw=1, ls="--", label="Pareto front")
+    ax.plot(x[front][order], y[front][order], color="#555", lw=1, ls="--", label="Pareto front (meeting the SLA)")
     best = doc["best"]
     if best is not None:
         ax.scatter([best["metrics"]["median_user_tok_s"]], [best["metrics"]["output_throughput_per_gpu"]],
@@ -95,30 +97,54 @@ def arms_png(doc: dict) -> Optional[bytes]:
 
 def _answer(doc: dict) -> list[str]:
     sla = ", ".join(f"{m} {op} {v:g}" for m, (op, v) in doc["sla"].items())
-    out = [f"<p>SLA: <code>{html.escape(sla)}</code>; objective: <code>{doc['objective']}</code>; model "
-           f"<code>{html.escape(doc['model'])}</code>.</p>"]
-    if not doc["complete"]:
-        out.append("<p><b>Incomplete:</b> the time budget ran out; this is the best found so far.</p>")
-    if doc["best"] is None:
-        near = doc.get("closest")
-        out.append("<p><b>No deployment within max_gpus meets the SLA.</b>"
-                   + (f" Closest: {html.escape(_deployment_text(near))}, missing "
-                      f"{html.escape('; '.join(near['failing']))}." if near else "") + "</p>")
-    else:
-        out.append(f"<p><b>Chosen:</b> {html.escape(_deployment_text(doc['best']))}.</p>")
+    question = (f"Which deployment of <code>{html.escape(doc['model'])}</code> meets <code>{html.escape(sla)}</code> "
+                f"at the lowest <code>{doc['objective']}</code>?")
+    out = [f"<p class=\"question\">{question}</p>",
+           f"<p class=\"verdict\"><b>{html.escape(doc.get('verdict') or verdict(doc))}</b></p>"]
+    for warning in plan_warnings(doc):
+        out.append(f"<p class=\"warning\"><b>Caution:</b> {html.escape(warning)}</p>")
     base = doc["best_by_arm"].get("no-spec") or next((d for d in doc["best_by_arm"].values() if d), None)
     rows = []
     for arm, d in doc["best_by_arm"].items():
         if d is None:
             rows.append([arm, "none within max_gpus", "–", "–", "–"])
             continue
-        saves = "–" if base is None or d is base else f"{base['usd_per_hour'] - d['usd_per_hour']:+,.2f}"
+        saves = "–"
+        if base is not None and d is not base:
+            saved = base["usd_per_hour"] - d["usd_per_hour"]
+            saves = f"{saved:+,.2f} ({saved / base['usd_per_hour']:+.0%})"
         rows.append([arm, _deployment_text(d), d["num_gpus"], f"{d['usd_per_hour']:,.2f}", saves])
     from simlab.studies.html_parts import table_html
 
+    out.extend(_sensitivity_table(doc))
     out.append("<h2>Each arm's cheapest deployment</h2>")
     out.append(table_html(["arm", "deployment", "GPUs", "USD/h", "saves vs no-spec USD/h"], rows, text_columns=2))
     return out
+
+
+def _sensitivity_table(doc: dict) -> list[str]:
+    """The chosen deployment at the plan's load and at 20 % less and more (plan.json's ``sensitivity``)."""
+    from simlab.studies.html_parts import table_html
+
+    spread, best = doc.get("sensitivity"), doc["best"]
+    if not spread or best is None:
+        return []
+    rows = [["1 (the plan's)", "yes", *(_number(best["metrics"].get(m)) for m in doc["sla"])]]
+    for factor, entry in spread["load_factors"].items():
+        rows.append([factor, "yes" if entry["meets_sla"] else "no", *(_number(entry["metrics"].get(m))
+                                                                       for m in doc["sla"])])
+    rows.sort(key=lambda r: float(r[0].split()[0]))
+    out = ["<h2>The chosen deployment at other loads</h2>",
+           table_html(["load (x the plan's)", "meets the SLA", *doc["sla"]], rows, text_columns=2)]
+    other = spread.get("at_higher_load")
+    if other:
+        out.append(f"<p>At the higher load the cheapest deployment that holds is "
+                   f"{html.escape(_deployment_text(other))}.</p>")
+    return out
+
+
+def _number(value) -> str:
+    return f"{value:,.4g}" if isinstance(value, (int, float)) else "–"
 
 
 def _ranked(doc: dict) -> str:
@@ -153,8 +179,7 @@ def plan_page(doc: dict) -> tuple[str, list[str], dict[str, bytes]]:
     from simlab.studies.html_parts import figure_html, meta_html, table_html
 
     search = doc["search"]
-    body: list[str] = [meta_html(doc.get("command"), doc.get("plan_file"), doc.get("plan_sha256", "")),
-                       *_answer(doc)]
+    body: list[str] = [*_answer(doc), meta_html(doc.get("command"), doc.get("plan_file"), doc.get("plan_sha256", ""))]
     images: dict[str, bytes] = {}
     for name, caption, draw in (("plan-pareto.png", "Every simulated deployment (filled: meets the SLA)", pareto_png),
                                 ("plan-arms.png", "What speculation saves: each arm's cheapest deployment", arms_png)):

@@ -56,6 +56,10 @@ class PlainProgress(StudyProgress):
         count = f"{self.finished}" if self.open_ended else f"{self.finished}/{self.total}"
         self._print(f"[{count}] {name} {status}{': ' + note if note else ''}; {self.failed} failed; {timing}")
 
+    def close(self) -> None:
+        """A last line: what ran, in how long (the total was an estimate where the study plans as it goes)."""
+        self._print(_finished_line(self.finished, self.label, self.failed, time.perf_counter() - self.started))
+
     def _print(self, text: str) -> None:
         print(text, file=self.stream, flush=True)
 
@@ -75,9 +79,13 @@ class BarProgress(StudyProgress):
         )
         self._task = None
         self.failed = 0
+        self.finished = 0
+        self.label = "points"
+        self.started = time.perf_counter()
 
     def start(self, total: int, *, skipped: int = 0, label: str = "points") -> None:
         self._progress.start()
+        self.label, self.started = label, time.perf_counter()
         if skipped:
             self._progress.console.print(f"{skipped} {label} already finished, {total} to run")
         self._task = self._progress.add_task(label, total=total, failed=0)
@@ -88,10 +96,14 @@ class BarProgress(StudyProgress):
 
     def done(self, name: str, *, failed: bool = False, note: str = "") -> None:
         self.failed += failed
+        self.finished += 1
         self._progress.update(self._task, advance=1, failed=self.failed)
 
     def close(self) -> None:
         self._progress.stop()
+        if self._task is not None:
+            self._progress.console.print(_finished_line(self.finished, self.label, self.failed,
+                                                        time.perf_counter() - self.started), highlight=False)
 
 
 def default_progress(quiet: bool = False) -> StudyProgress:
@@ -99,6 +111,10 @@ def default_progress(quiet: bool = False) -> StudyProgress:
     if quiet:
         return StudyProgress()
     return BarProgress() if sys.stderr.isatty() else PlainProgress()
+
+
+def _finished_line(finished: int, label: str, failed: int, elapsed_s: float) -> str:
+    return f"finished: {finished} {label} in {_clock(elapsed_s)}, {failed} failed"
 
 
 def _clock(seconds: float) -> str:

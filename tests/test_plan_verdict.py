@@ -1,0 +1,179 @@
+"""simlab plan's answer a person acts on (issue 48): a predictable tie-break at equal cost (no speculation and fewer
+moving parts first, then headroom; or the faster user with --prefer fastest), the verdict in words, its cautions."""
+
+import json
+import math
+
+import pytest
+import yaml
+
+from helpers import CONTRACT_DIR, run_cli
+from simlab.studies.plan_ranking import headroom, least_headroom
+from simlab.studies.plan_verdict import plan_warnings, usd_per_million_tokens, verdict
+from simlab.studies.sla import parse_sla
+
+
+def test_headroom_is_the_relative_slack_of_each_condition():
+    sla = parse_sla("p90_tpot_ms<=25,output_throughput>=1000")
+    room = headroom(sla, {"p90_tpot_ms": 20.0, "output_throughput": 1500.0})
+    assert room == {"p90_tpot_ms<=25": pytest.approx(0.2), "output_throughput>=1000": pytest.approx(0.5)}
+    assert least_headroom(sla, {"p90_tpot_ms": 30.0, "output_throughput": 1500.0}) == pytest.approx(-0.2)
+    assert least_headroom(sla, {"p90_tpot_ms": 20.0}) == -math.inf  # a metric not simulated: no headroom
+
+
+@pytest.fixture(scope="module")
+def contract_plans(tmp_path_factory):
+    """The contract's plan (three arms that all need 2 H100s at $5.00/h), with the default tie-break and with
+    --prefer fastest."""
+    out = tmp_path_factory.mktemp("plans")
+    docs = {}
+    for prefer in ("simplest", "fastest"):
+        folder = out / prefer
+        code, stdout, stderr = run_cli("plan", str(CONTRACT_DIR / "plan.yaml"), "--out", str(folder), "--workers",
+                                       "2", "--prefer", prefer)
+        assert code == 0, stderr
+        docs[prefer] = (json.loads((folder / "plan.json").read_text()), stdout, folder)
+    return docs
+
+
+def test_at_equal_cost_no_speculation_is_chosen_and_the_verdict_says_what_speculation_would_buy(contract_plans):
+    doc, stdout, folder = contract_plans["simplest"]
+    best = doc["best"]
+    tied = [c for c in doc["candidates"] if c["meets_sla"] and c["usd_per_hour"] == best["usd_per_hour"]]
+    assert {c["arm"] for c in tied} >= {"no-spec", "dspark-adaptive"}  # the tie the rule breaks
+    assert best["arm"] == "no-spec" and best["moving_parts"] == []
+    assert doc["prefer"] == "simplest"
+    # among the tied, nothing ranked above another has more moving parts
+    parts = [len(c["moving_parts"]) for c in tied]
+    assert parts == sorted(parts)
+    text = doc["verdict"]
+    assert text.startswith("Run qwen3-8b on 2 replicas of h100-sxm") and "without speculation" in text
+    assert f"${best['usd_per_hour']:,.2f}/h" in text
+    assert f"${usd_per_million_tokens(best):,.3f} per million output tokens" in text
+    tpot = best["metrics"]["p90_tpot_ms"]
+    assert f"p90_tpot_ms {tpot:,.4g} against <= 25, {(25 - tpot) / 25:.0%} headroom" in text
+    assert "costs the same" in text and "saves nothing at this load" in text
+    fastest_spec = min((d for d in doc["best_by_arm"].values() if d and d["moving_parts"]),
+                       key=lambda d: (d["usd_per_hour"], d["metrics"]["p90_tpot_ms"]))
+    assert f"it would buy p90_tpot_ms {fastest_spec['metrics']['p90_tpot_ms']:,.4g}" in text
+    # the command ends with the verdict and the launch files
+    tail = " ".join(stdout.split())
+    assert " ".join(text.split()) in tail
+    assert tail.rstrip().endswith(f"{folder / 'launch_vllm.sh'}, {folder / 'launch_sglang.sh'}")
+    page = (folder / "report.html").read_text()
+    assert page.index("Which deployment of") < page.index("Run qwen3-8b") < page.index("made by")
+
+
+def test_prefer_fastest_takes_the_faster_user_at_equal_cost(contract_plans):
+    simplest, fastest = contract_plans["simplest"][0], contract_plans["fastest"][0]
+    assert fastest["prefer"] == "fastest"
+    assert fastest["best"]["usd_per_hour"] == simplest["best"]["usd_per_hour"]
+    tied = [c for c in fastest["candidates"] if c["meets_sla"] and c["usd_per_hour"] == fastest["best"]["usd_per_hour"]]
+    assert fastest["best"]["metrics"]["median_user_tok_s"] == max(c["metrics"]["median_user_tok_s"] for c in tied)
+    assert fastest["best"]["moving_parts"]  # speculation is the faster one here
+    assert "the faster median user first" in fastest["verdict"]
+
+
+def test_a_bad_preference_exits_2_naming_it(tmp_path):
+    code, _, stderr = run_cli("plan", str(CONTRACT_DIR / "plan.yaml"), "--out", str(tmp_path / "p"), "--prefer",
+                              "cheapest")
+    assert code == 2 and "--prefer" in stderr and "simplest or fastest" in stderr
+    assert not (tmp_path / "p").exists()
+
+
+def test_a_plan_file_sets_the_preference(tmp_path):
+    data = yaml.safe_load((CONTRACT_DIR / "plan.yaml").read_text())
+    data["plan"]["prefer"] = "quickest"
+    path = tmp_path / "plan.yaml"
+    path.write_text(yaml.safe_dump(data))
+    code, _, stderr = run_cli("plan", str(path), "--out", str(tmp_path / "p"))
+    assert code == 2 and "plan.prefer" in stderr
+
+
+def _doc(model: str, parts: dict) -> dict:
+    return {"model": model, "arm_moving_parts": parts}
+
+
+def test_a_mixture_of_experts_plan_with_speculation_carries_the_gain_checks_caution():
+    warnings = plan_warnings(_doc("qwen3-30b-a3b", {"no-spec": [], "eagle3": ["an eagle3 drafter"]}))
+    assert len(warnings) == 1 and "mixture of experts" in warnings[0] and "upper bound" in warnings[0]
+    assert "32+ users: median error" in warnings[0]
+    assert plan_warnings(_doc("qwen3-30b-a3b", {"no-spec": []})) == []  # no speculation: nothing to caution
+    assert plan_warnings(_doc("qwen3-8b", {"eagle3": ["an eagle3 drafter"]})) == []  # dense gains hold (2-5 %)
+
+
+def test_the_verdict_without_an_answer_names_the_closest():
+    near = {"replicas": 4, "disaggregation": None, "gpu": "h100-sxm", "stack": "vllm", "precision": "bf16",
+            "tensor_parallel": 1, "expert_parallel": 1, "num_gpus": 4, "usd_per_hour": 10.0, "arm": "no-spec",
+            "moving_parts": [], "failing": ["p90_tpot_ms<=5 (p90_tpot_ms=9.1)"]}
+    text = verdict({"best": None, "closest": near, "complete": True})
+    assert text.startswith("No deployment within the plan's max_gpus meets the SLA.")
+    assert "4 replicas of h100-sxm vllm bf16 tp1 without speculation (4 GPUs, $10.00/h)" in text
+    assert "misses p90_tpot_ms<=5 (p90_tpot_ms=9.1)" in text
+
+
+def test_the_progress_ends_with_what_ran():
+    """A plan's total is an estimate that shrinks as bounds rule deployments out: the last line says what ran."""
+    import io
+
+    from simlab.studies.progress import PlainProgress
+
+    stream = io.StringIO()
+    progress = PlainProgress(stream)
+    progress.start(28, label="deployments")
+    progress.add(-6)
+    for name in ("a", "b"):
+        progress.done(name)
+    progress.done("c", failed=True)
+    progress.close()
+    assert stream.getvalue().splitlines()[-1] == "finished: 3 deployments in 0:00, 1 failed"
+
+
+def test_launch_files_say_what_was_simulated_and_what_to_fill_in(contract_plans):
+    """--prefer fastest chooses dspark-adaptive (no drafter named in the contract's plan): the vLLM file is the
+    release simulated, the SGLang file says it was not simulated, both say what to fill in and that the engine has
+    no flag for the adaptive scheduler; DSpark gets no EAGLE tree flag; SGLang chunks as the simulation did."""
+    doc, _, folder = contract_plans["fastest"]
+    assert doc["best"]["arm"] == "dspark-adaptive"
+    vllm = (folder / "launch_vllm.sh").read_text()
+    sglang = (folder / "launch_sglang.sh").read_text()
+    assert vllm.startswith("vllm serve")
+    release = doc["best"]["metrics"]["engine"]["stack_version"]
+    assert f"# simulated on {release}" in vllm and "NOT SIMULATED" not in vllm
+    assert f"# NOT SIMULATED: simlab planned this deployment on {release}" in sglang
+    for text in (vllm, sglang):
+        assert "# FILL IN: <dspark drafter for Qwen/Qwen3-8B>" in text
+        assert "simlab credited the adaptive scheduler" in text
+    assert "--speculative-eagle-topk" not in sglang
+    engine = doc["best"]["metrics"]["engine"]
+    chunk = engine.get("prefill_chunk_tokens") or engine["max_batch_tokens"]
+    assert f"--chunked-prefill-size {chunk} " in sglang
+
+
+def test_a_load_scales_the_way_its_kind_carries_load():
+    from simlab.studies.plan_sensitivity import scaled_workload
+
+    assert scaled_workload({"kind": "poisson", "rate": 30.0}, 1.2)["rate"] == pytest.approx(36.0)
+    assert scaled_workload({"kind": "gamma", "rate": 10.0, "cv": 2.0}, 0.8)["rate"] == pytest.approx(8.0)
+    assert scaled_workload({"kind": "trace", "path": "x", "time_scale": 0.5}, 1.25)["time_scale"] == pytest.approx(0.4)
+    assert scaled_workload({"kind": "closed_loop", "concurrency": 64}, 1.2)["concurrency"] == 77
+    assert scaled_workload({"kind": "closed_loop", "concurrency": 1}, 0.8)["concurrency"] == 1
+
+
+def test_the_answer_is_resimulated_at_20_percent_less_and_more_load(contract_plans):
+    """The contract's answer (no speculation, 11 % TPOT headroom) misses at 20 % more load; the page, plan.json
+    and the verdict say so and name the cheapest deployment that holds there, simulated at that load."""
+    doc, _, folder = contract_plans["simplest"]
+    spread = doc["sensitivity"]
+    assert set(spread["load_factors"]) == {"0.8", "1.2"}
+    lower, higher = spread["load_factors"]["0.8"], spread["load_factors"]["1.2"]
+    tpot = doc["best"]["metrics"]["p90_tpot_ms"]
+    assert lower["metrics"]["p90_tpot_ms"] < tpot < higher["metrics"]["p90_tpot_ms"]  # more load, slower
+    assert lower["meets_sla"] and lower["headroom"]["p90_tpot_ms<=25"] > doc["best"]["headroom"]["p90_tpot_ms<=25"]
+    assert not higher["meets_sla"] and higher["headroom"]["p90_tpot_ms<=25"] < 0
+    other = spread["at_higher_load"]
+    assert other["meets_sla"] and other["metrics"]["p90_tpot_ms"] <= 25
+    assert other["usd_per_hour"] >= doc["best"]["usd_per_hour"]
+    assert "At 20% more load it misses p90_tpot_ms<=25; the cheapest that holds there is" in doc["verdict"]
+    page = (folder / "report.html").read_text()
+    assert "The chosen deployment at other loads" in page
