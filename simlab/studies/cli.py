@@ -217,9 +217,10 @@ def plan_command(
 
 
 def _deployment_line(d: dict) -> str:
-    from simlab.studies.plan_report import deployment_layout, num_gpus_text
+    from simlab.studies.labels import gpus_label
+    from simlab.studies.plan_report import deployment_layout
 
-    return f"{deployment_layout(d)} ({num_gpus_text(d)}, ${d['usd_per_hour']:,.2f}/h)"
+    return f"{deployment_layout(d)} ({gpus_label(d)}, ${d['usd_per_hour']:,.2f}/h)"
 
 
 def plan_table(doc: dict):

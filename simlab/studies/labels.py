@@ -22,3 +22,16 @@ def deployment_label(d: dict) -> str:
 def split_label(split: dict) -> str:
     """A disaggregated engine's pools, prefill:decode: ``3:5``."""
     return f"{split['prefill_replicas']}:{split['decode_replicas']}"
+
+
+def replicas_label(d: dict) -> str:
+    """A deployment's replicas in words: ``1 replica``, ``3 replicas``, ``2 prefill + 6 decode replicas``."""
+    split = d.get("disaggregation")
+    if split:
+        return f"{split['prefill_replicas']} prefill + {split['decode_replicas']} decode replicas"
+    return f"{d['replicas']} replica{'s' if d['replicas'] != 1 else ''}"
+
+
+def gpus_label(d: dict) -> str:
+    """A deployment's GPUs in words: ``1 GPU``, ``8 GPUs``."""
+    return f"{d['num_gpus']} GPU{'s' if d['num_gpus'] != 1 else ''}"

@@ -12,14 +12,13 @@ lost), ``best.yaml`` (the chosen deployment as a scenario for ``simlab run``), `
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
 from simlab.common.errors import InputError
 from simlab.studies.plan_config import PlanSpec, read_plan
-from simlab.studies.plan_ranking import PREFERENCES, Evaluated, headroom
+from simlab.studies.plan_ranking import PREFERENCES, Evaluated, headroom_fields
 from simlab.studies.plan_verdict import RULES, verdict
 from simlab.studies.plan_search import PlanSearch, SearchResult
 from simlab.studies.plan_space import Family, build_families, enumerate_layouts, plan_load
@@ -99,8 +98,7 @@ def deployment(spec: PlanSpec, family: Family, e: Evaluated, search: PlanSearch)
         "objective": search.ranking.objective(family, e.units, e.metrics) if e.metrics else None,
         "failing": [] if e.meets else explain(spec, e),
         "moving_parts": moving_parts,
-        "headroom": {name: round(value, 4) for name, value in headroom(spec.sla, e.metrics).items()
-                     if math.isfinite(value)},
+        "headroom": headroom_fields(spec.sla, e.metrics),
     }
 
 
@@ -176,7 +174,7 @@ def plan_document(spec: PlanSpec, families: list[Family], search: PlanSearch, re
         "sla": spec.sla.document(), "objective": spec.block.objective, "prefer": spec.block.prefer,
         "complete": result.complete,
         "best": best, "best_by_arm": by_arm, "closest": near,
-        "arm_moving_parts": {arm.label: arm.moving_parts for arm in spec.arms},
+        "arm_moving_parts": {arm.label: parts for arm, parts in zip(spec.arms, search.ranking.arm_parts)},
         "sensitivity": spread,
         "prices": {name: {"usd_per_hour": p.usd_per_hour, "source": p.source, "date": p.date}
                    for name, p in spec.prices.items()},

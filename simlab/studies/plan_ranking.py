@@ -36,6 +36,11 @@ def headroom(sla, metrics: Optional[dict]) -> dict[str, float]:
     return out
 
 
+def headroom_fields(sla, metrics: Optional[dict]) -> dict[str, float]:
+    """:func:`headroom` as plan.json keeps it: rounded, the conditions whose metric is missing left out."""
+    return {name: round(value, 4) for name, value in headroom(sla, metrics).items() if math.isfinite(value)}
+
+
 def least_headroom(sla, metrics: Optional[dict]) -> float:
     """The binding condition's relative slack (:func:`headroom`)."""
     return min(headroom(sla, metrics).values(), default=math.inf)
@@ -63,6 +68,7 @@ class PlanRanking:
     def __init__(self, spec: PlanSpec, families: list[Family], load: Load):
         self.spec, self.families, self.load = spec, families, load
         self.prefer = spec.block.prefer
+        self.arm_parts = [arm.moving_parts for arm in spec.arms]  # each arm's, built once (it validates the arm)
         self.best: Optional[Evaluated] = None
         self.best_by_arm: dict[int, Evaluated] = {}
 
@@ -79,7 +85,7 @@ class PlanRanking:
 
     def moving_parts(self, family: Family) -> list[str]:
         """What a deployment of ``family`` runs beyond plain decoding on one pool of replicas."""
-        parts = list(self.spec.arms[family.arm].moving_parts)
+        parts = list(self.arm_parts[family.arm])
         if family.disaggregated:
             parts.append("prefill and decode pools with a KV link")
         return parts

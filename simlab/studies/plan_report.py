@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Optional
 
 import numpy as np
-from simlab.studies.labels import deployment_label, split_label
+from simlab.studies.labels import deployment_label, gpus_label, replicas_label, split_label
 from simlab.studies.plan_verdict import plan_warnings, verdict
 
 NUM_RANKED = 30
@@ -22,19 +22,11 @@ def _money(value: Optional[float]) -> str:
 def deployment_layout(d: dict) -> str:
     """A DEPLOYMENT of plan.json in words: its replicas (or prefill:decode split), GPU, stack, precision, layout
     and arm."""
-    split = d.get("disaggregation")
-    count = (f"{split['prefill_replicas']} prefill + {split['decode_replicas']} decode replicas" if split
-             else f"{d['replicas']} replica{'s' if d['replicas'] != 1 else ''}")
-    return f"{count} of {deployment_label(d)}, arm {d['arm']}"
-
-
-def num_gpus_text(d: dict) -> str:
-    """A DEPLOYMENT's GPUs in words: '1 GPU', '8 GPUs'."""
-    return f"{d['num_gpus']} GPU{'s' if d['num_gpus'] != 1 else ''}"
+    return f"{replicas_label(d)} of {deployment_label(d)}, arm {d['arm']}"
 
 
 def _deployment_text(d: dict) -> str:
-    return f"{deployment_layout(d)}: {num_gpus_text(d)}, {_money(d['usd_per_hour'])}"
+    return f"{deployment_layout(d)}: {gpus_label(d)}, {_money(d['usd_per_hour'])}"
 
 
 def pareto_png(doc: dict) -> Optional[bytes]:

@@ -8,7 +8,7 @@ import json
 from typing import Any, Optional
 
 from simlab.studies.plan_config import PlanSpec
-from simlab.studies.plan_ranking import Evaluated, PlanRanking, headroom
+from simlab.studies.plan_ranking import Evaluated, PlanRanking, headroom_fields
 from simlab.studies.plan_space import Family, deployment_scenario
 from simlab.studies.tasks import ScenarioTask, first_arm, run_task
 
@@ -38,7 +38,7 @@ def _at(data: dict, factor: float, file: str) -> Optional[dict]:
 def _entry(spec: PlanSpec, metrics: Optional[dict]) -> dict:
     sla_metrics = {c.metric: (metrics or {}).get(c.metric) for c in spec.sla.conditions}
     return {"meets_sla": bool(metrics) and spec.sla.meets(metrics), "metrics": sla_metrics,
-            "headroom": {k: round(v, 4) for k, v in headroom(spec.sla, metrics).items() if abs(v) != float("inf")}}
+            "headroom": headroom_fields(spec.sla, metrics)}
 
 
 def sensitivity(spec: PlanSpec, families: list[Family], ranking: PlanRanking, evaluated: list[Evaluated],

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from typing import Optional
 
-from simlab.studies.labels import deployment_label, split_label
+from simlab.studies.labels import deployment_label, gpus_label, replicas_label
 
 WRONG_GAIN_ERROR = 0.10  # a held-out band whose median |gain error| is above this, or ...
 WRONG_GAIN_SIGNS = 0.8  # ... whose signs agree in fewer than this share of the clear pairs, is stated wrong
@@ -23,17 +23,6 @@ def usd_per_million_tokens(d: dict) -> Optional[float]:
     """A deployment's dollars per million output tokens at the simulated load."""
     rate = (d.get("metrics") or {}).get("output_throughput")
     return d["usd_per_hour"] / (rate * 3600.0 / 1e6) if rate else None
-
-
-def _replicas(d: dict) -> str:
-    split = d.get("disaggregation")
-    if split:
-        return f"{split_label(split)} prefill:decode replicas"
-    return f"{d['replicas']} replica{'s' if d['replicas'] != 1 else ''}"
-
-
-def _gpus(d: dict) -> str:
-    return f"{d['num_gpus']} GPU{'s' if d['num_gpus'] != 1 else ''}"
 
 
 def _money(d: dict) -> str:
@@ -80,11 +69,12 @@ def verdict(doc: dict) -> str:
         near = doc.get("closest")
         text = f"No deployment within the plan's max_gpus meets the SLA{incomplete}."
         if near:
-            text += (f" Closest: {_replicas(near)} of {deployment_label(near)} {_speculation(near)} "
-                     f"({_gpus(near)}, ${near['usd_per_hour']:,.2f}/h), which misses {'; '.join(near['failing'])}.")
+            text += (f" Closest: {replicas_label(near)} of {deployment_label(near)} {_speculation(near)} "
+                     f"({gpus_label(near)}, ${near['usd_per_hour']:,.2f}/h), which misses "
+                     f"{'; '.join(near['failing'])}.")
         return text
-    text = (f"Run {doc['model']} on {_replicas(best)} of {deployment_label(best)} {_speculation(best)}: "
-            f"{_gpus(best)}, {_money(best)}{incomplete}. Against the SLA: {_achieved(doc, best)}.")
+    text = (f"Run {doc['model']} on {replicas_label(best)} of {deployment_label(best)} {_speculation(best)}: "
+            f"{gpus_label(best)}, {_money(best)}{incomplete}. Against the SLA: {_achieved(doc, best)}.")
     arms = [d for d in doc["best_by_arm"].values() if d]
     plain = _cheapest([d for d in arms if not d.get("moving_parts")])
     metric = _binding_metric(doc)
@@ -94,8 +84,8 @@ def verdict(doc: dict) -> str:
         if plain is not None:
             saved = plain["usd_per_hour"] - best["usd_per_hour"]
             text += (f" It saves ${saved:,.2f}/h ({saved / plain['usd_per_hour']:.0%}) against the cheapest "
-                     f"deployment without speculation, {_replicas(plain)} of {deployment_label(plain)} "
-                     f"({_gpus(plain)}, ${plain['usd_per_hour']:,.2f}/h).")
+                     f"deployment without speculation, {replicas_label(plain)} of {deployment_label(plain)} "
+                     f"({gpus_label(plain)}, ${plain['usd_per_hour']:,.2f}/h).")
         elif planned_plain:
             text += " No deployment without speculation meets the SLA within max_gpus."
     elif speculative is not None:
@@ -130,8 +120,8 @@ def _sensitivity(doc: dict) -> str:
     text = f" At {share} more load it misses {', '.join(missed) or 'the SLA'}"
     other = spread.get("at_higher_load")
     if other:
-        return (text + f"; the cheapest that holds there is {_replicas(other)} of {deployment_label(other)} "
-                f"{_speculation(other)} ({_gpus(other)}, ${other['usd_per_hour']:,.2f}/h).")
+        return (text + f"; the cheapest that holds there is {replicas_label(other)} of {deployment_label(other)} "
+                f"{_speculation(other)} ({gpus_label(other)}, ${other['usd_per_hour']:,.2f}/h).")
     return text + f"; {spread.get('at_higher_load_note', 'no alternative tried holds there')}."
 
 
@@ -139,9 +129,10 @@ def _gain_summary() -> list[dict]:
     """The gain check's summary (hw_profiles/calibration/gain_error.yaml): held-out error per target and users."""
     import yaml
 
+    from simlab.calibration.gain_check import GAIN_FILE
     from simlab.common.resources import shipped_dir
 
-    path = shipped_dir("hw_profiles") / "calibration" / "gain_error.yaml"
+    path = shipped_dir("hw_profiles") / "calibration" / GAIN_FILE
     try:
         return list((yaml.safe_load(path.read_text(encoding="utf-8")) or {}).get("summary") or [])
     except OSError:

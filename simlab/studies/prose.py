@@ -272,10 +272,10 @@ def _plan_deployment(d: dict) -> str:
     ep = f" ep{d['expert_parallel']}" if d["expert_parallel"] > 1 else ""
     split = d.get("disaggregation")
     count = f"{split['prefill_replicas']}:{split['decode_replicas']} P:D" if split else f"{d['replicas']} x"
-    from simlab.studies.plan_report import num_gpus_text
+    from simlab.studies.labels import gpus_label
 
     layout = f"{count} {d['gpu']} {d['precision']} tp{d['tensor_parallel']}{ep}"
-    return f"{layout} ({num_gpus_text(d)}, ${d['usd_per_hour']:.2f}/h)"
+    return f"{layout} ({gpus_label(d)}, ${d['usd_per_hour']:.2f}/h)"
 
 
 def plan(name: str) -> str:
