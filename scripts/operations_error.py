@@ -1,5 +1,6 @@
 """The operation model's error on public engine runs (docs/operations.md): every non-speculative bf16 or fp8 run of
-hw_profiles/calibration/engine_measurements.csv on a dense target whose GPU has kernel curves, replayed as
+hw_profiles/calibration/engine_measurements.csv on a target the operation model prices (dense, hybrid, MoE without
+MLA or expert parallelism) whose GPU has kernel curves, by class, replayed as
 ``simlab profiles check`` replays it (closed loop at the run's concurrency and lengths, its engine limits), on
 ``kind: operations`` and on the calibrated roofline; |simulated / measured - 1| of TPOT and output throughput per
 band of users. The four gpustack vLLM Qwen3-8B H100 runs at 1-8 users are the ones the engine's time was fitted on.
@@ -25,7 +26,7 @@ def band(users: int) -> str:
 
 def by_band(rows: list[tuple]):
     """(role, users band, the rest of each row) per non-empty group of rows (role, band, ...)."""
-    for role in ("fitted", "held out"):
+    for role in ("fitted", "held out", "held out, MoE", "held out, hybrid"):
         for users in ("1", "2-31", "32-127", "128+"):
             group = [row[2:] for row in rows if row[0] == role and row[1] == users]
             if group:
@@ -39,7 +40,9 @@ def main() -> int:
 
     rows = []
     for record in load_records():
-        if (record.speculative or record.precision not in ("bf16", "fp8") or get_model(record.model).is_moe
+        model = get_model(record.model)
+        if (record.speculative or record.precision not in ("bf16", "fp8") or model.is_mla
+                or model.compressed is not None or (record.expert_parallel or 1) > 1
                 or not curves_file(record.gpu).is_file() or record.mean_tpot_ms is None):
             continue
         operations = {"kind": "operations", "gpu": record.gpu, "model": record.model,
@@ -47,6 +50,7 @@ def main() -> int:
                       "stack": record.engine}
         ops, roofline = simulate_record(record, operations), simulate_record(record)
         role = "fitted" if record.id.startswith(FITTED_PREFIX) else "held out"
+        role += ", MoE" if model.is_moe else ", hybrid" if model.hybrid is not None else ""
         errors = {f"{name}_{metric}": abs(result[metric] / measured - 1.0)
                   for name, result in (("ops", ops), ("roofline", roofline))
                   for metric, measured in (("mean_tpot_ms", record.mean_tpot_ms),

@@ -45,10 +45,12 @@ def test_a_mixture_of_experts_reads_the_experts_its_tokens_select():
     for tokens in (1, 8, 64, 512):
         ops = {op.name: op for op in decode_operations(model, num_requests=tokens, context_per_request=100.0)}
         touched = float(expected_experts(tokens, 128, 8))
-        up = ops["experts_gate_up"]
-        assert up.bytes >= touched * 2 * 768 * 2048 * 2  # every touched expert's weights, read once
-        assert up.flops == pytest.approx(touched * 2 * up.m * 2 * 768 * 2048)
-        assert up.m == max(1, round(tokens * 8 / touched))  # tokens per touched expert
+        experts = ops["experts"]
+        assert experts.kind == "moe"  # one fused kernel: gate-up, activation and down of every touched expert
+        weights = touched * 3 * 768 * 2048 * 2  # every touched expert's weights, read once
+        assert experts.bytes == pytest.approx(weights + 2 * tokens * 2048 * 9, rel=1e-12)
+        assert experts.flops == pytest.approx(2 * tokens * 8 * 3 * 768 * 2048, rel=1e-12)
+        assert experts.m == max(1, round(tokens * 8 / touched))  # tokens per touched expert
 
 
 def test_a_hybrid_models_states_are_read_per_request_and_written_per_query():
@@ -88,6 +90,8 @@ def test_the_shipped_curves_are_what_the_database_gives():
     assert script.fit_gemm("h100_sxm", gpu.hbm_bytes_per_s, gpu.bf16_flop_per_s) == shipped["gemm"]
     assert script.fit_attention("h100_sxm", gpu.hbm_bytes_per_s, gpu.bf16_flop_per_s) == shipped["attention"]
     assert shipped["gemm"]["error_llm_shapes"]["median_abs_error"] < 0.06
+    assert script.fit_moe("h100_sxm", gpu.hbm_bytes_per_s, gpu.bf16_flop_per_s) == shipped["moe"]
+    assert script.fit_allreduce("h100_sxm") == shipped["allreduce"]
 
 
 def test_the_operations_step_follows_the_databases_own_step_estimate():

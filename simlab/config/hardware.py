@@ -82,7 +82,34 @@ class DraftTable(StrictModel):
 
 
 class PrefillTable(StrictModel):
+    """Prefill costs: ``per_token_s`` x prefill tokens added to the step, or, with ``batch_tokens`` and ``step_s``,
+    a chunk priced as part of the forward it joins: ``step_s`` is a forward's token-proportional seconds (GEMMs and
+    elementwise kernels) at M tokens, so a chunk of p tokens joining d decode tokens adds ``step_s(d + p) -
+    step_s(d)`` (a pure prefill step ``step_s(p)``), linear beyond the last point; plus ``attention_pair_s`` per
+    (query, context) pair of its causal attention and ``window_pair_s`` per pair its window layers see (at most
+    ``window_tokens`` per query)."""
+
     per_token_s: NonNegativeFloat = 0.0
+    batch_tokens: Optional[list[PositiveInt]] = Field(default=None, min_length=2)
+    step_s: Optional[list[NonNegativeFloat]] = None
+    attention_pair_s: NonNegativeFloat = 0.0
+    window_pair_s: NonNegativeFloat = 0.0
+    window_tokens: Optional[PositiveInt] = None
+
+    @model_validator(mode="after")
+    def _shape(self) -> "PrefillTable":
+        if (self.batch_tokens is None) != (self.step_s is None):
+            raise ValueError("prefill batch_tokens and step_s go together")
+        if self.batch_tokens is not None:
+            if len(self.batch_tokens) != len(self.step_s):
+                raise ValueError(f"prefill batch_tokens has {len(self.batch_tokens)} points but step_s has "
+                                 f"{len(self.step_s)}")
+            _strictly_increasing(self.batch_tokens, "prefill batch_tokens")
+            if self.per_token_s:
+                raise ValueError("give prefill per_token_s or a curve (batch_tokens, step_s), not both")
+        if self.window_pair_s and self.window_tokens is None:
+            raise ValueError("prefill window_pair_s needs window_tokens")
+        return self
 
 
 class TableHardware(StrictModel):

@@ -54,6 +54,26 @@ class Curve:
         return np.interp(x, self._xs_arr, self._ys_arr)
 
 
+class LinearTail(Curve):
+    """A :class:`Curve` that goes on along its last segment beyond its last point (a cost that keeps growing with
+    its tokens), and stays flat below its first."""
+
+    __slots__ = ()
+
+    def at(self, x: float) -> float:
+        xs = self.xs
+        if x > xs[-1]:
+            y0, y1 = self.ys[-2], self.ys[-1]
+            return y1 + (y1 - y0) * (x - xs[-1]) / (xs[-1] - xs[-2])
+        return Curve.at(self, x)
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        x = np.asarray(x, dtype=float)
+        xs, ys = self._xs_arr, self._ys_arr
+        slope = (ys[-1] - ys[-2]) / (xs[-1] - xs[-2])
+        return np.interp(x, xs, ys) + np.where(x > xs[-1], slope * (x - xs[-1]), 0.0)
+
+
 class Grid:
     """``z(row, col)`` over a rectangular grid, bilinear inside, flat beyond every edge.
 

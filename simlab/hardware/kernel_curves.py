@@ -5,15 +5,18 @@ shipped as data, so a default install needs no database (docs/operations.md).
 
 GEMMs take an efficiency by M (their token count; fp8 GEMMs their own curve against the fp8 peak); decode
 attention and state updates the decode attention's (both read a cache once), prefill attention its own by FLOPs;
-all-reduces the link bandwidth (a ring's two passes) and a 10 us latency; elementwise kernels and the sampler the
-GEMM floor and their bytes at the decode attention's efficiency.
+a mixture of experts' routed experts the fused MoE kernel's curve (by tokens per touched expert; its floor holds the
+routing and permutation kernels), else one grouped GEMM; all-reduces the custom all-reduce's fitted floor and
+bandwidth for their tensor-parallel size, else the link bandwidth (a ring's two passes) and a 10 us latency;
+elementwise kernels and the sampler the GEMM floor and their bytes at the decode attention's efficiency.
 A GPU without curves takes those of the GPU its file names (``calibrated_like``), else the H100's.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
@@ -47,12 +50,21 @@ class KernelCurves:
     fp8_floor_s: Optional[float] = None  # fp8 GEMMs (None: no fp8 curve for this GPU's file)
     fp8_log2_m: tuple[float, ...] = ()
     fp8_efficiency: tuple[float, ...] = ()
+    moe: dict = field(default_factory=dict)  # by dtype: (floor_s, log2 tokens per expert, efficiency); none: GEMMs
+    allreduce: dict = field(default_factory=dict)  # by tensor-parallel size: (floor_s, bytes_per_s)
 
     def ideal_s(self, op) -> float:
         return max(op.bytes / self.hbm_bytes_per_s, op.flops / self.bf16_flop_per_s)
 
     def seconds(self, op) -> float:
         """One run of ``op`` (an :class:`~simlab.hardware.operations.Operation`)."""
+        if op.kind == "moe":
+            if op.dtype in self.moe:
+                floor, grid, efficiency = self.moe[op.dtype]
+                peak = self.fp8_flop_per_s if op.dtype == "fp8" else self.bf16_flop_per_s
+                ideal = max(op.bytes / self.hbm_bytes_per_s, op.flops / peak)
+                return floor + ideal / float(np.interp(math.log2(max(op.m, 1)), grid, efficiency))
+            op = dataclasses.replace(op, kind="gemm")  # no fused-MoE curve: one grouped GEMM
         if op.kind == "gemm" and op.dtype == "fp8":
             if self.fp8_floor_s is None or not self.fp8_flop_per_s:
                 raise ValueError(f"no fp8 GEMM curve for {self.gpu} ({self.source})")
@@ -68,6 +80,9 @@ class KernelCurves:
             return self.decode_floor_s + self.ideal_s(op) / self.decode_efficiency
         if op.kind == "allreduce":
             tp = self.tensor_parallel
+            if tp in self.allreduce:
+                floor, bandwidth = self.allreduce[tp]
+                return floor + op.bytes / bandwidth
             return ALLREDUCE_LATENCY_S + 2.0 * (tp - 1) / tp * op.bytes / self.link_bytes_per_s
         return self.gemm_floor_s + op.bytes / self.hbm_bytes_per_s / self.decode_efficiency
 
@@ -83,6 +98,10 @@ def load_curves(gpu, tensor_parallel: int = 1) -> KernelCurves:
     data = read_yaml(curves_file(name), what="kernel curves")
     gemm, decode, prefill = data["gemm"], data["attention"]["decode"], data["attention"]["prefill"]
     fp8 = data.get("gemm_fp8") or {}
+    moe = {dtype: (float(fit["floor_s"]), tuple(fit["log2_tokens_per_expert"]), tuple(fit["efficiency"]))
+           for dtype, fit in (("bf16", data.get("moe")), ("fp8", data.get("moe_fp8"))) if fit}
+    allreduce = {int(tp): (float(fit["floor_s"]), float(fit["bytes_per_s"]))
+                 for tp, fit in (data.get("allreduce") or {}).items() if str(tp).isdigit()}
     return KernelCurves(
         gpu=gpu.name, hbm_bytes_per_s=gpu.hbm_bytes_per_s, bf16_flop_per_s=gpu.bf16_flop_per_s,
         link_bytes_per_s=gpu.nvlink_bytes_per_s, tensor_parallel=tensor_parallel,
@@ -91,4 +110,5 @@ def load_curves(gpu, tensor_parallel: int = 1) -> KernelCurves:
         decode_efficiency=float(decode["efficiency"]), prefill_floor_s=float(prefill["floor_s"]),
         prefill_efficiency=float(prefill["efficiency"]), source=f"hw_profiles/kernels/{data['gpu']}.yaml",
         fp8_flop_per_s=gpu.fp8_flop_per_s, fp8_floor_s=float(fp8["floor_s"]) if fp8 else None,
-        fp8_log2_m=tuple(fp8.get("log2_m", ())), fp8_efficiency=tuple(fp8.get("efficiency", ())))
+        fp8_log2_m=tuple(fp8.get("log2_m", ())), fp8_efficiency=tuple(fp8.get("efficiency", ())), moe=moe,
+        allreduce=allreduce)

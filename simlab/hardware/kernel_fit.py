@@ -12,7 +12,10 @@ Each kernel family is priced as ``floor_s + ideal_s / efficiency``, ``ideal_s`` 
   count), the median of ``ideal / (latency - floor)`` over the rows whose ideal time is at least 30 us; the floor
   the median latency of the rows whose ideal time is under 1 us;
 - decode attention (FlashAttention, bf16 KV): efficiency of the KV read, the median over rows of at least 30 us;
-- prefill attention: efficiency of the FLOPs, likewise.
+- prefill attention: efficiency of the FLOPs, likewise;
+- the fused MoE layer (vLLM's Triton kernel, bf16 and fp8, balanced routing): efficiency by tokens per touched
+  expert, floor from the rows under 10 us;
+- the custom all-reduce (graph-captured), per tensor-parallel size: a latency floor and a bandwidth.
 
 The fit's error on every row of the database (median and 90th percentile of |predicted / measured - 1|) is written
 beside the curves.
@@ -105,6 +108,66 @@ def fit_attention(system: str, bw: float, peak: float) -> dict:
     return out
 
 
+# the fused MoE kernels read, first found first (vLLM's default per release and GPU; SGLang's Triton kernel after)
+MOE_KERNELS = {"bf16": ("vllm_unquantizedfusedmoe_triton_tritonexperts",
+                        "vllm_unquantizedfusedmoe_flashinfer_trtllm_trtllmbf16experts", "vllm_fused_moe",
+                        "sglang_fused_moe_triton"),
+               "fp8": ("vllm_fp8moe_triton_tritonexperts", "vllm_fp8moe_flashinfer_trtllm_trtllmfp8expertsmonolithic",
+                       "vllm_fused_moe", "sglang_fused_moe_triton")}
+MOE_DTYPES = {"bf16": ("bfloat16",), "fp8": ("fp8_block", "fp8")}
+
+
+def fit_allreduce(system: str) -> dict:
+    """Per tensor-parallel size, the graph-captured custom all-reduce's latency floor and its algorithmic bandwidth
+    (bytes of the message per second, the message counted in bf16 elements as the database queries it: tokens x
+    hidden): the floor the median of messages up to 16 KiB, the bandwidth the median over messages of 1-64 MiB."""
+    df, source = _database(system, "comm", "custom_allreduce_perf.parquet")
+    d = df[df.kernel_source.str.endswith("graph") & (df.allreduce_dtype == "bfloat16")]
+    out = {"source": source}
+    for tp, rows in d.groupby("num_gpus"):
+        message = rows.message_size.to_numpy().astype(float) * 2.0
+        t = rows.latency.to_numpy() * 1e-3
+        floor = float(np.median(t[message <= 16384]))
+        big = (message >= 1 << 20) & (message <= 1 << 26)
+        bandwidth = float(np.median(message[big] / (t[big] - floor)))
+        out[int(tp)] = {"floor_s": round(floor, 9), "bytes_per_s": round(bandwidth, -6),
+                        "error_all_rows": _errors(floor + message / bandwidth, t)}
+    return out
+
+
+def fit_moe(system: str, bw: float, peak: float, dtype: str = "bf16") -> dict:
+    """The fused MoE layer (routing, the touched experts' grouped GEMMs, the activation and the combine) of vLLM's
+    Triton kernel, balanced routing, no expert parallelism: efficiency by tokens per touched expert (log2 buckets),
+    floor the median latency of rows whose ideal time is under 10 us."""
+    df, source = _database(system, "moe", "moe_perf.parquet")
+    d = df.iloc[:0]
+    for kernel in MOE_KERNELS[dtype]:
+        d = df[(df.kernel_source == kernel) & df.moe_dtype.isin(MOE_DTYPES[dtype])
+               & df.distribution.isin(["balanced", "uniform"]) & (df.moe_ep_size == 1)]
+        if not d.empty:
+            break
+    if d.empty:
+        return {}
+    t = d.latency.to_numpy() * 1e-3
+    tokens, hidden, inter, topk, experts, tp = (d[c].to_numpy().astype(float) for c in
+                                                ("num_tokens", "hidden_size", "inter_size", "topk", "num_experts",
+                                                 "moe_tp_size"))
+    element = 1.0 if dtype == "fp8" else 2.0
+    touched = np.minimum(experts, tokens * topk)  # balanced: the tokens' choices spread over distinct experts
+    width = inter / tp
+    nbytes = element * touched * 3.0 * hidden * width + 2.0 * tokens * hidden * (1.0 + topk)
+    ideal = np.maximum(nbytes / bw, 2.0 * tokens * topk * 3.0 * hidden * width / peak)
+    floor = float(np.median(t[ideal < 10e-6]))
+    bucket = np.round(np.log2(tokens * topk / touched) * 2.0) / 2.0
+    grid = sorted(set(bucket[ideal >= BIG_S]))
+    eff = [float(np.median(ideal[(bucket == b) & (ideal >= BIG_S)] / (t[(bucket == b) & (ideal >= BIG_S)] - floor)))
+           for b in grid]
+    predicted = floor + ideal / np.interp(bucket, grid, eff)
+    return {"source": source, "kernel": kernel, "floor_s": round(floor, 9),
+            "log2_tokens_per_expert": [float(b) for b in grid], "efficiency": [round(e, 4) for e in eff],
+            "error_all_rows": _errors(predicted, t)}
+
+
 def main(argv: list[str]) -> int:
     from simlab.hardware.specs import get_gpu
 
@@ -121,6 +184,16 @@ def main(argv: list[str]) -> int:
             fp8 = fit_gemm(system, bw, gpu.fp8_flop_per_s, "fp8")
             if fp8:
                 doc["gemm_fp8"] = fp8
+        for key, fit in (("moe", lambda: fit_moe(system, bw, peak)),
+                         ("moe_fp8", lambda: fit_moe(system, bw, gpu.fp8_flop_per_s, "fp8")
+                          if gpu.fp8_flop_per_s else {}),
+                         ("allreduce", lambda: fit_allreduce(system))):
+            try:
+                found = fit()
+            except FileNotFoundError:
+                found = {}
+            if found:
+                doc[key] = found
         path = OUT / f"{gpu.name}.yaml"
         text = yaml.safe_dump(doc, sort_keys=False, width=120, default_flow_style=None)
         path.write_text("# Per-operation efficiency curves fitted on aiconfigurator-core's kernel timings "

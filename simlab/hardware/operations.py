@@ -24,7 +24,7 @@ from simlab.hardware.model_shape import BF16_BYTES, ModelConfig
 class Operation:
     """One kernel, run ``count`` times a step (once per layer of its kind)."""
 
-    kind: str  # gemm | attention | state | allreduce | elementwise | sampler
+    kind: str  # gemm | moe | attention | state | allreduce | elementwise | sampler | prefill_attention
     name: str
     count: int
     flops: float
@@ -92,14 +92,40 @@ def decode_operations(model: ModelConfig, *, num_requests: int, queries_per_requ
     return ops
 
 
+def forward_token_operations(model: ModelConfig, *, tokens: int, tensor_parallel: int = 1,
+                             precision: str = "bf16") -> list[Operation]:
+    """The operations of a forward whose cost follows its ``tokens`` alone: the GEMMs at M = ``tokens``, the
+    all-reduces, the elementwise kernels and a linear-attention layer's per-token FLOPs (its state read and written
+    once), without attention over context, the LM head or the sampler. A prefill chunk adds these at M = decode +
+    chunk tokens to the decode forward it joins (one forward, as chunked prefill runs it)."""
+    ops = []
+    for op in decode_operations(model, num_requests=tokens, context_per_request=0.0,
+                                tensor_parallel=tensor_parallel, precision=precision):
+        if op.kind in ("attention", "sampler") or op.name == "lm_head":
+            continue
+        if op.kind == "state":  # a prompt's state is read and written once a chunk, not once a token
+            op = Operation("state", op.name, op.count, op.flops, 2.0 * model.hybrid.state_bytes
+                           / model.hybrid.num_state_layers / tensor_parallel)
+        ops.append(op)
+    return ops
+
+
+def prefill_pair_s(model: ModelConfig, curves, tensor_parallel: int = 1) -> tuple[float, float]:
+    """Seconds of prefill attention per (query, context token) pair: over the full-attention layers, and over the
+    window layers (which see at most their window), at the prefill attention's fitted efficiency."""
+    pair_flops = 4 * model.num_heads / tensor_parallel * model.head_dim
+    per_layer = pair_flops / curves.bf16_flop_per_s / curves.prefill_efficiency
+    windows = model.hybrid.num_window_layers if model.hybrid is not None else 0
+    return model.num_kv_layers * per_layer, windows * per_layer
+
+
 def prefill_operations(model: ModelConfig, *, prompt_tokens: int, tensor_parallel: int = 1,
                        precision: str = "bf16") -> list[Operation]:
-    """The operations of one prefill of a ``prompt_tokens``-token prompt with no prior context: the decode forward's
-    GEMMs at M = the prompt's tokens, causal attention over its own tokens (half the pairs) in the full-attention
-    layers and over ``min(tokens, W)`` in window layers, and logits for its last token only."""
-    ops = [op for op in decode_operations(model, num_requests=prompt_tokens, context_per_request=0.0,
-                                          tensor_parallel=tensor_parallel, precision=precision)
-           if op.kind not in ("attention", "sampler") and op.name != "lm_head"]
+    """The operations of one prefill of a ``prompt_tokens``-token prompt with no prior context: the forward's
+    token operations (:func:`forward_token_operations`), causal attention over its own tokens (half the pairs) in
+    the full-attention layers and over ``min(tokens, W)`` in window layers, and logits for its last token only."""
+    ops = forward_token_operations(model, tokens=prompt_tokens, tensor_parallel=tensor_parallel,
+                                   precision=precision)
     heads = model.num_heads / tensor_parallel
     pair_flops = 4 * heads * model.head_dim
     ops.append(Operation("prefill_attention", "prefill_attention", model.num_kv_layers,
@@ -114,7 +140,8 @@ def prefill_operations(model: ModelConfig, *, prompt_tokens: int, tensor_paralle
 
 def _moe_operations(model: ModelConfig, tokens: int, tp: int, dtype: str = "bf16") -> list[Operation]:
     """The router, the shared experts, and the routed experts the step's tokens select: ``touched`` experts of
-    ``tokens x k / touched`` tokens each, read once each (one grouped GEMM a layer)."""
+    ``tokens x k / touched`` tokens each, read once each, as one fused MoE kernel a layer (gate-up, activation and
+    down projections of every touched expert)."""
     from simlab.hardware.specs import expected_experts
 
     hidden, width, layers = model.hidden_size, model.moe_intermediate_size, model.num_moe_layers
@@ -125,9 +152,11 @@ def _moe_operations(model: ModelConfig, tokens: int, tp: int, dtype: str = "bf16
         shared = model.num_shared_experts * width / tp
         ops += [_gemm("shared_gate_up", tokens, 2 * shared, hidden, layers, dtype),
                 _gemm("shared_down", tokens, hidden, shared, layers, dtype)]
-    for name, n, k in (("experts_gate_up", 2 * width / tp, hidden), ("experts_down", hidden, width / tp)):
-        one = _gemm(name, per_expert, n, k, layers, dtype)
-        ops.append(Operation("gemm", name, layers, one.flops * touched, one.bytes * touched, per_expert, dtype))
+    element = 1.0 if dtype == "fp8" else BF16_BYTES
+    weights = touched * 3.0 * hidden * width / tp * element
+    activations = BF16_BYTES * tokens * hidden * (1.0 + model.experts_per_token)  # in, and each choice's output
+    ops.append(Operation("moe", "experts", layers, 2.0 * tokens * model.experts_per_token * 3.0 * hidden * width / tp,
+                         weights + activations, per_expert, dtype))
     return ops
 
 

@@ -3,9 +3,11 @@ measured kernels (simlab.hardware.kernel_curves), plus the engine's own time, ta
 so that the compiled engine path runs unchanged (docs/operations.md).
 
 A verify cell at B batch tokens and C total context tokens is the GPU time of B decode sequences of C / B tokens
-each, plus ``step_overhead_s`` and ``request_overhead_s`` x B; prefill is the per-token GPU time of one 1,024-token
-prompt. The drafter curves and the KV capacity are the calibrated roofline's for the same GPU, model, TP and
-``stack`` (simlab.hardware.roofline_tables), as for ``kind: aiconfigurator``.
+each, plus ``step_overhead_s`` and ``request_overhead_s`` x B. A prefill chunk is priced as part of the forward it
+joins: the token operations (GEMMs, elementwise kernels) at M = the step's decode + chunk tokens less those at M =
+its decode tokens, plus its causal attention's pairs (a pure prefill step carries ``step_overhead_s`` too). The drafter
+curves and the KV capacity are the calibrated roofline's for the same GPU, model, TP, precision
+and ``stack`` (simlab.hardware.roofline_tables), as for ``kind: aiconfigurator``.
 
 The engine's own time left out of the scenario is :data:`ENGINE_OVERHEAD`'s: fitted on the four vLLM v0.11.0 runs
 of Qwen3-8B on one H100 at 1-8 users (gpustack perf lab, ShareGPT 233/221 tokens) as what the operations' GPU time
@@ -21,9 +23,9 @@ from typing import Optional
 from simlab.config.hardware import OperationsHardware, TableHardware
 from simlab.hardware.table import TableCostModel
 
-BATCH_TOKENS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
-CONTEXT_TOKENS = (0, 1024, 4096, 16384, 65536, 262144)
-PREFILL_PROMPT_TOKENS = 1024
+BATCH_TOKENS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192)
+CONTEXT_TOKENS = (0, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304)
+PREFILL_TOKENS = (1, 16, 64, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768)
 ENGINE_OVERHEAD = {"step_overhead_s": 1.16e-3, "request_overhead_s": 3.1e-5}
 
 
@@ -31,7 +33,7 @@ ENGINE_OVERHEAD = {"step_overhead_s": 1.16e-3, "request_overhead_s": 3.1e-5}
 def table_config(cfg: OperationsHardware, file: Optional[str] = None) -> TableHardware:
     """The ``kind: table`` config the operation model gives for ``cfg`` (cached per process)."""
     from simlab.hardware.kernel_curves import load_curves
-    from simlab.hardware.operations import decode_operations, prefill_operations, price
+    from simlab.hardware.operations import decode_operations, forward_token_operations, prefill_pair_s, price
     from simlab.hardware.roofline_tables import drafter_curves, kv_tokens, roofline_for
     from simlab.hardware.specs import file_label, get_gpu, get_model, gpu_reference
 
@@ -53,13 +55,19 @@ def table_config(cfg: OperationsHardware, file: Optional[str] = None) -> TableHa
         return price(ops, curves)["total"] + step_s + request_s * batch
 
     rows = [[cell(b, c) for b in BATCH_TOKENS] for c in CONTEXT_TOKENS]
-    prefill_s = price(prefill_operations(model, prompt_tokens=PREFILL_PROMPT_TOKENS, tensor_parallel=tp,
-                                         precision=cfg.precision), curves)["total"]
-    roofline = roofline_for(gpu_reference(gpu), model.name, cfg.stack, tp)  # a config's model is named by its path
+    forward_s = [step_s + price(forward_token_operations(model, tokens=m, tensor_parallel=tp,
+                                                         precision=cfg.precision), curves)["total"]
+                 for m in PREFILL_TOKENS]
+    pair_s, window_pair_s = prefill_pair_s(model, curves, tp)
+    window = model.hybrid.window_tokens if model.hybrid is not None and model.hybrid.num_window_layers else None
+    # a config's model is named by its path
+    roofline = roofline_for(gpu_reference(gpu), model.name, cfg.stack, tp, cfg.precision)
     return TableHardware(
         kind="table", name=f"operations:{gpu.name}_{file_label(model.name)}_{cfg.precision}_tp{tp}",
         verify={"batch_tokens": list(BATCH_TOKENS), "context_tokens": list(CONTEXT_TOKENS), "step_s": rows},
-        prefill={"per_token_s": prefill_s / PREFILL_PROMPT_TOKENS}, kv_cache_tokens=kv_tokens(roofline),
+        prefill={"batch_tokens": list(PREFILL_TOKENS), "step_s": forward_s, "attention_pair_s": pair_s,
+                 "window_pair_s": window_pair_s if window else 0.0, "window_tokens": window},
+        kv_cache_tokens=kv_tokens(roofline),
         draft=drafter_curves(roofline),
         provenance={"source": "the model's operations priced by kernel curves", "curves": curves.source,
                     "engine_overhead": {"step_overhead_s": step_s, "request_overhead_s": request_s,
@@ -67,7 +75,9 @@ def table_config(cfg: OperationsHardware, file: Optional[str] = None) -> TableHa
                                         else "fitted on gpustack's vLLM v0.11.0 Qwen3-8B H100 runs at 1-8 users"},
                     "drafter": "the roofline's drafter costs (same GPU, model, TP and stack)",
                     "kv_cache_tokens": "the roofline's",
-                    "cell": "decode_step GPU time (B sequences of C / B tokens) + step + B x request overhead"})
+                    "cell": "decode_step GPU time (B sequences of C / B tokens) + step + B x request overhead",
+                    "prefill": "a chunk joins its step's forward: the token operations at M = decode + chunk "
+                               "tokens, and its attention pairs"})
 
 
 def build_operations(cfg: OperationsHardware, *, file: Optional[str] = None) -> TableCostModel:

@@ -4,8 +4,9 @@
   (rows by total context tokens, columns by batch tokens), bilinear, flat beyond every edge;
 - draft: each entry a constant or a curve over the tokens one drafter forward processes (requests x gamma for
   the parallel block, requests for an autoregressive step or a sequential-head position); missing costs 0;
-- prefill: ``per_token_s`` x prefill tokens. A mixed step costs verify(decode tokens) + prefill tokens x
-  ``per_token_s`` (an additive assumption: the table has no joint measurement);
+- prefill: ``per_token_s`` x prefill tokens, added to the decode part (an additive assumption: the table has no
+  joint measurement); or a curve of a forward's token-proportional seconds, so that a chunk joining d decode tokens
+  adds ``curve(d + p) - curve(d)``, plus its attention pairs (:class:`~simlab.config.hardware.PrefillTable`);
 - ``cuda_graph_buckets``: a decode-only step is evaluated at the next captured size.
 """
 
@@ -18,7 +19,7 @@ import numpy as np
 from simlab.config.hardware import CostCurve, TableHardware
 from simlab.hardware.base import ArrayOrFloat, CostModel, check_method, is_array
 from simlab.hardware.buckets import Buckets
-from simlab.hardware.curves import BatchLookup, Curve, Grid
+from simlab.hardware.curves import BatchLookup, Curve, Grid, LinearTail
 from simlab.hardware.device import kv_heads_per_gpu
 from simlab.hardware.precision import KV_BYTES
 from simlab.hardware.specs import MODELS
@@ -59,6 +60,11 @@ class TableCostModel(CostModel):
         self._parallel = _draft_curve(cfg.draft.parallel)
         self._sequential_head = _draft_curve(cfg.draft.sequential_head)
         self._prefill_per_token_s = float(cfg.prefill.per_token_s)
+        prefill = cfg.prefill
+        self._prefill_forward = None if prefill.batch_tokens is None else LinearTail(prefill.batch_tokens,
+                                                                                      prefill.step_s)
+        self._pair_s, self._window_pair_s = float(prefill.attention_pair_s), float(prefill.window_pair_s)
+        self._window_tokens = float(prefill.window_tokens or 0)
         # flat beyond the last column and the largest bucket: every integer batch above reads the same value
         flat_from = int(np.ceil(max(verify.batch_tokens[-1], self.buckets.largest)))
         self._lookup: Optional[BatchLookup] = None
@@ -103,7 +109,14 @@ class TableCostModel(CostModel):
         prefill_attn_pairs: float = 0.0,
     ) -> float:
         decode = self.verify_s(decode_tokens, context_tokens) if decode_tokens > 0 else 0.0
-        return decode + self._prefill_per_token_s * prefill_tokens  # type: ignore[operator]
+        if self._prefill_forward is None or prefill_tokens <= 0:
+            return decode + self._prefill_per_token_s * prefill_tokens  # type: ignore[operator]
+        forward = self._prefill_forward
+        joined = forward.at(decode_tokens + prefill_tokens) - (forward.at(decode_tokens) if decode_tokens > 0 else 0.0)
+        attention = self._pair_s * prefill_attn_pairs
+        if self._window_pair_s:
+            attention += self._window_pair_s * min(prefill_attn_pairs, prefill_tokens * self._window_tokens)
+        return decode + joined + attention  # type: ignore[operator]
 
     def draft_s(self, method: str, gamma: int, num_requests: int, context_tokens: float = 0.0) -> float:
         if method == "none" or gamma <= 0 or num_requests <= 0:
