@@ -87,6 +87,20 @@ class KernelCurves:
         return self.gemm_floor_s + op.bytes / self.hbm_bytes_per_s / self.decode_efficiency
 
 
+def measured_families(curves: KernelCurves, precision: str = "bf16") -> dict[str, str]:
+    """Each kernel family a step of ``precision`` runs, and what prices it: the curve fitted on measured kernels
+    (its file), or the fallback where the database held none for that GPU."""
+    out = {"gemm": curves.source if precision == "bf16" or curves.fp8_floor_s is not None else "none",
+           "decode and prefill attention": curves.source}
+    out["fused MoE"] = curves.source if precision in curves.moe else "grouped GEMM (no fused-MoE rows for this GPU)"
+    tp = curves.tensor_parallel
+    if tp > 1:
+        fallback = f"link bandwidth and {ALLREDUCE_LATENCY_S * 1e6:.0f} us (no all-reduce rows for TP {tp})"
+        out["all-reduce"] = curves.source if tp in curves.allreduce else fallback
+    out["elementwise and sampler"] = "the GEMM floor and the decode attention's efficiency"
+    return out
+
+
 def curves_file(gpu_name: str) -> Path:
     return shipped_dir("hw_profiles") / "kernels" / f"{gpu_name}.yaml"
 

@@ -32,7 +32,7 @@ ENGINE_OVERHEAD = {"step_overhead_s": 1.16e-3, "request_overhead_s": 3.1e-5}
 @lru_cache(maxsize=16)
 def table_config(cfg: OperationsHardware, file: Optional[str] = None) -> TableHardware:
     """The ``kind: table`` config the operation model gives for ``cfg`` (cached per process)."""
-    from simlab.hardware.kernel_curves import load_curves
+    from simlab.hardware.kernel_curves import load_curves, measured_families
     from simlab.hardware.operations import decode_operations, forward_token_operations, prefill_pair_s, price
     from simlab.hardware.roofline_tables import drafter_curves, kv_tokens, roofline_for
     from simlab.hardware.specs import file_label, get_gpu, get_model, gpu_reference
@@ -70,6 +70,7 @@ def table_config(cfg: OperationsHardware, file: Optional[str] = None) -> TableHa
         kv_cache_tokens=kv_tokens(roofline),
         draft=drafter_curves(roofline),
         provenance={"source": "the model's operations priced by kernel curves", "curves": curves.source,
+                    "priced_by": measured_families(curves, cfg.precision),
                     "engine_overhead": {"step_overhead_s": step_s, "request_overhead_s": request_s,
                                         "from": "the scenario" if cfg.step_overhead_s is not None
                                         else "fitted on gpustack's vLLM v0.11.0 Qwen3-8B H100 runs at 1-8 users"},
