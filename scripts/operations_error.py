@@ -1,6 +1,6 @@
 """The operation model's error on public engine runs (docs/operations.md): every non-speculative bf16 or fp8 run of
-hw_profiles/calibration/engine_measurements.csv on a target the operation model prices (dense, hybrid, MoE without
-MLA or expert parallelism) whose GPU has kernel curves, by class, replayed as
+hw_profiles/calibration/engine_measurements.csv on a target the operation model prices (dense, hybrid, MoE and MLA
+without expert parallelism) whose GPU has kernel curves, by class, replayed as
 ``simlab profiles check`` replays it (closed loop at the run's concurrency and lengths, its engine limits), on
 ``kind: operations`` and on the calibrated roofline; |simulated / measured - 1| of TPOT and output throughput per
 band of users. The four gpustack vLLM Qwen3-8B H100 runs at 1-8 users are the ones the engine's time was fitted on.
@@ -41,7 +41,7 @@ def main() -> int:
     rows = []
     for record in load_records():
         model = get_model(record.model)
-        if (record.speculative or record.precision not in ("bf16", "fp8") or model.is_mla
+        if (record.speculative or record.precision not in ("bf16", "fp8")
                 or model.compressed is not None or (record.expert_parallel or 1) > 1
                 or not curves_file(record.gpu).is_file() or record.mean_tpot_ms is None):
             continue

@@ -122,7 +122,7 @@ def test_profiles_model_prints_the_contracts_keys():
     priced = json.loads(stdout)["priced_by"]
     assert code == 0 and priced["roofline"].startswith("no: ") and "hybrid_override_pattern" in priced["roofline"]
     assert json.loads(run_cli("profiles", "model", "deepseek-v3", "--json")[1])["priced_by"] == {
-        "roofline": "yes", "operations": "no: MLA and compressed attention are not operations yet (docs/operations.md)"}
+        "roofline": "yes", "operations": "yes"}
 
 
 def _config(tmp_path, **changes) -> Path:

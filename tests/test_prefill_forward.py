@@ -132,3 +132,30 @@ def test_routed_experts_take_the_fused_moe_curve_and_all_reduces_their_tp_sizes_
     assert not a100.moe and a100.seconds(experts) == pytest.approx(
         a100.gemm_floor_s + a100.ideal_s(experts) / np.interp(math.log2(experts.m), a100.gemm_log2_m,
                                                                a100.gemm_efficiency), rel=1e-12)
+
+
+def test_mla_decodes_in_the_latent_and_reads_each_requests_latent_once():
+    model = get_model("deepseek-v3")
+    tp, requests, context = 8, 16, 2000.0
+    ops = decode_operations_of(model, requests, context, tp)
+    latent = model.kv_lora_rank + model.qk_rope_head_dim
+    (attention,) = [op for op in ops if op.kind == "attention"]
+    assert attention.count == 61 and attention.bytes == pytest.approx(latent * 2 * requests * context, rel=1e-12)
+    assert attention.flops == pytest.approx(2 * 128 / tp * (2 * 512 + 64) * requests * context, rel=1e-12)
+    by_name = {op.name: op for op in ops}
+    # the absorbed up-projections: each of the GPU's heads maps its 128 nope dims into the 512-dim latent and back
+    assert by_name["w_uk_absorb"].flops == pytest.approx(2 * requests * 16 * 512 * 128, rel=1e-12)
+    assert by_name["w_uv_absorb"].flops == pytest.approx(2 * requests * 16 * 128 * 512, rel=1e-12)
+    assert by_name["kv_a_proj"].flops == pytest.approx(2 * requests * latent * 7168, rel=1e-12)  # replicated
+    # a prefill's pairs are multi-head attention on the up-projected keys and values (192 qk dims, 128 v dims)
+    curves = load_curves(GPUS["h200"], tensor_parallel=tp)
+    pair_s, _ = prefill_pair_s(model, curves, tp)
+    assert pair_s == pytest.approx(61 * 2 * 16 * (128 + 64 + 128) / curves.bf16_flop_per_s
+                                   / curves.prefill_efficiency, rel=1e-12)
+
+
+def decode_operations_of(model, requests, context, tp):
+    from simlab.hardware.operations import decode_operations
+
+    return decode_operations(model, num_requests=requests, context_per_request=context, tensor_parallel=tp,
+                             precision="fp8")

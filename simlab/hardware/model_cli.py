@@ -48,8 +48,8 @@ def pricing(text: str) -> dict[str, str]:
         reason = f"no: {err.problem.split(' (`simlab profiles model`')[0]} ({err.field})"
         return {"roofline": reason, "operations": reason}
     operations = "yes"
-    if shape.is_mla or shape.compressed is not None:
-        operations = "no: MLA and compressed attention are not operations yet (docs/operations.md)"
+    if shape.compressed is not None:
+        operations = "no: compressed attention is not operations yet (docs/operations.md)"
     return {"roofline": "yes", "operations": operations}
 
 

@@ -47,8 +47,8 @@ def decode_operations(model: ModelConfig, *, num_requests: int, queries_per_requ
     if precision not in ("bf16", "fp8"):
         raise ValueError(f"the operation model prices bf16 and fp8 GEMMs, not {precision}")
     dtype = precision
-    if model.is_mla or model.compressed is not None:
-        raise ValueError("the operation model lists GQA/MQA layers and hybrids (not MLA or compressed attention yet)")
+    if model.compressed is not None:
+        raise ValueError("the operation model lists GQA/MQA, MLA and hybrid layers (not compressed attention yet)")
     tp = tensor_parallel
     tokens = num_requests * queries_per_request
     hidden, head_dim = model.hidden_size, model.head_dim
@@ -57,11 +57,14 @@ def decode_operations(model: ModelConfig, *, num_requests: int, queries_per_requ
     full = model.num_kv_layers
     windows = hybrid.num_window_layers if hybrid is not None else 0
     attention_layers = full + windows
-    ops = [_gemm("qkv_proj", tokens, (heads + 2 * kv_heads) * head_dim, hidden, attention_layers, dtype),
-           _gemm("o_proj", tokens, hidden, heads * head_dim, attention_layers, dtype)]
+    if model.is_mla:
+        ops = _mla_operations(model, num_requests, tokens, context_per_request, tp, dtype)
+    else:
+        ops = [_gemm("qkv_proj", tokens, (heads + 2 * kv_heads) * head_dim, hidden, attention_layers, dtype),
+               _gemm("o_proj", tokens, hidden, heads * head_dim, attention_layers, dtype)]
     entry = 2 * kv_heads * head_dim * BF16_BYTES  # one token's K and V in one layer
     pair_flops = 4 * heads * head_dim
-    if full:
+    if full and not model.is_mla:
         pairs = num_requests * queries_per_request * context_per_request
         ops.append(Operation("attention", "attention", full, pair_flops * pairs,
                              entry * num_requests * context_per_request))
@@ -113,7 +116,7 @@ def forward_token_operations(model: ModelConfig, *, tokens: int, tensor_parallel
 def prefill_pair_s(model: ModelConfig, curves, tensor_parallel: int = 1) -> tuple[float, float]:
     """Seconds of prefill attention per (query, context token) pair: over the full-attention layers, and over the
     window layers (which see at most their window), at the prefill attention's fitted efficiency."""
-    pair_flops = 4 * model.num_heads / tensor_parallel * model.head_dim
+    pair_flops = model.prefill_attention_flops_per_pair / tensor_parallel
     per_layer = pair_flops / curves.bf16_flop_per_s / curves.prefill_efficiency
     windows = model.hybrid.num_window_layers if model.hybrid is not None else 0
     return model.num_kv_layers * per_layer, windows * per_layer
@@ -126,8 +129,7 @@ def prefill_operations(model: ModelConfig, *, prompt_tokens: int, tensor_paralle
     the full-attention layers and over ``min(tokens, W)`` in window layers, and logits for its last token only."""
     ops = forward_token_operations(model, tokens=prompt_tokens, tensor_parallel=tensor_parallel,
                                    precision=precision)
-    heads = model.num_heads / tensor_parallel
-    pair_flops = 4 * heads * model.head_dim
+    pair_flops = model.prefill_attention_flops_per_pair / tensor_parallel
     ops.append(Operation("prefill_attention", "prefill_attention", model.num_kv_layers,
                          pair_flops * prompt_tokens * prompt_tokens / 2, 0.0))
     if model.hybrid is not None and model.hybrid.num_window_layers:
@@ -135,6 +137,30 @@ def prefill_operations(model: ModelConfig, *, prompt_tokens: int, tensor_paralle
         ops.append(Operation("prefill_attention", "prefill_window_attention", model.hybrid.num_window_layers,
                              pair_flops * prompt_tokens * window, 0.0))
     ops.append(_gemm("lm_head", 1, model.vocab_size / tensor_parallel, model.hidden_size, 1))
+    return ops
+
+
+def _mla_operations(model: ModelConfig, num_requests: int, tokens: int, context_per_request: float, tp: int,
+                    dtype: str) -> list[Operation]:
+    """Multi-head latent attention as engines run its decode (absorbed): the q path (through ``q_lora_rank`` when the
+    model has one) and the KV latent's projection, replicated on every GPU of the group; each head's nope query
+    into the latent (W_UK) and the latent output back to its value dims (W_UV) as batched GEMMs; attention over the
+    latent cache (each GPU reads its requests' whole latent: ``kv_lora_rank + rope`` dims a token and layer); the
+    output projection."""
+    hidden, layers, heads = model.hidden_size, model.num_kv_layers, model.num_heads / tp
+    latent, rope, nope = model.kv_lora_rank, model.qk_rope_head_dim, model.head_dim
+    if model.q_lora_rank:
+        ops = [_gemm("q_a_proj", tokens, model.q_lora_rank, hidden, layers, dtype),
+               _gemm("q_b_proj", tokens, heads * (nope + rope), model.q_lora_rank, layers, dtype)]
+    else:
+        ops = [_gemm("q_proj", tokens, heads * (nope + rope), hidden, layers, dtype)]
+    ops += [_gemm("kv_a_proj", tokens, latent + rope, hidden, layers, dtype),
+            _gemm("w_uk_absorb", tokens, heads * latent, nope, layers),
+            _gemm("w_uv_absorb", tokens, heads * model.v_head_dim, latent, layers),
+            _gemm("o_proj", tokens, hidden, heads * model.v_head_dim, layers, dtype)]
+    pairs = tokens * context_per_request
+    ops.append(Operation("attention", "mla_attention", layers, model.attention_flops_per_pair / tp * pairs,
+                         (latent + rope) * BF16_BYTES * num_requests * context_per_request))
     return ops
 
 
