@@ -3,7 +3,8 @@ hw_profiles/calibration/engine_measurements.csv on a target the operation model 
 without expert parallelism) whose GPU has kernel curves, by class, replayed as
 ``simlab profiles check`` replays it (closed loop at the run's concurrency and lengths, its engine limits), on
 ``kind: operations`` and on the calibrated roofline; |simulated / measured - 1| of TPOT and output throughput per
-band of users. The four gpustack vLLM Qwen3-8B H100 runs at 1-8 users are the ones the engine's time was fitted on.
+band of users. The runs the engine's time was fitted on (hw_profiles/calibration/engine_time.yaml: gpustack's Qwen3-8B
+H100 runs, vLLM at 1-8 users, SGLang and TensorRT-LLM bf16 at 4) are "fitted".
 
     python scripts/operations_error.py          # prints the table (seconds)
     python scripts/operations_error.py --gain   # speculation's gain on the operation model (a few minutes)
@@ -17,7 +18,6 @@ from pathlib import Path
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
-FITTED_PREFIX = "gpustack-qwen3-8b-h100-latency-vllm-qwen3-8b-bf16-kvbf16-233x221-c"
 
 
 def band(users: int) -> str:
@@ -26,7 +26,7 @@ def band(users: int) -> str:
 
 def by_band(rows: list[tuple]):
     """(role, users band, the rest of each row) per non-empty group of rows (role, band, ...)."""
-    for role in ("fitted", "held out", "held out, MoE", "held out, hybrid"):
+    for role in ("fitted", "held out", "fitted, MoE", "held out, MoE", "held out, hybrid"):
         for users in ("1", "2-31", "32-127", "128+"):
             group = [row[2:] for row in rows if row[0] == role and row[1] == users]
             if group:
@@ -38,6 +38,11 @@ def main() -> int:
     from simlab.hardware.specs import get_model
     from simlab.calibration.profile_check import load_records, simulate_record
 
+    from simlab.hardware.operations_table import ENGINE_TIME_FILE
+    import yaml
+
+    engine_fitted = {rid for entry in yaml.safe_load(ENGINE_TIME_FILE.read_text())["stacks"].values()
+                     for rid in entry["fitted_on"]}
     rows = []
     for record in load_records():
         model = get_model(record.model)
@@ -49,7 +54,7 @@ def main() -> int:
                       "tensor_parallel": record.tensor_parallel, "precision": record.precision,
                       "stack": record.engine}
         ops, roofline = simulate_record(record, operations), simulate_record(record)
-        role = "fitted" if record.id.startswith(FITTED_PREFIX) else "held out"
+        role = "fitted" if record.id in engine_fitted else "held out"
         role += ", MoE" if model.is_moe else ", hybrid" if model.hybrid is not None else ""
         errors = {f"{name}_{metric}": abs(result[metric] / measured - 1.0)
                   for name, result in (("ops", ops), ("roofline", roofline))
@@ -75,8 +80,9 @@ if __name__ == "__main__" and "--gain" not in sys.argv:
 
 
 def gain_rows():
-    """Speculation's gain (output throughput with / without) on the operation model, for every pair of
-    gain_check.py on a dense target whose GPU has curves: (role, users band, measured, operations, roofline)."""
+    """Speculation's gain (output throughput with / without) on the operation model, for every chain pair of
+    gain_check.py on a target it prices (dense, MoE and MLA without expert parallelism) whose GPU has curves:
+    (role, users band, measured, operations, roofline)."""
     from simlab.hardware.kernel_curves import curves_file
     from simlab.hardware.specs import get_model
     from simlab.runner import run_scenario
@@ -96,13 +102,16 @@ def gain_rows():
     used = fitted_ids()
     rows = []
     for _, spec, base in pairs(load_records() + read_load_records()[0]):
-        if (get_model(spec.model).is_moe or not curves_file(spec.gpu).is_file()
-                or spec.precision not in ("bf16", "fp8") or getattr(spec, "tree_topk", None)):
+        model = get_model(spec.model)
+        if (model.compressed is not None or (getattr(spec, "expert_parallel", 1) or 1) > 1
+                or not curves_file(spec.gpu).is_file() or spec.precision not in ("bf16", "fp8")
+                or getattr(spec, "tree_topk", None)):
             continue
         measured = spec.output_throughput_tok_s / base.output_throughput_tok_s
         ops = on_operations(spec) / on_operations(base)
         roofline = simulate_load_record(spec) / simulate_load_record(base)
         role = "fitted" if spec.id in used or base.id in used else "held out"
+        role += ", MoE" if model.is_moe else ""
         rows.append((role, band(spec.concurrency), measured, ops, roofline))
         print(f"{role:8} {spec.id[:60]:60} users {spec.concurrency:4} gain {measured:5.2f} ops {ops:5.2f} "
               f"roofline {roofline:5.2f}", flush=True)

@@ -118,14 +118,15 @@ def test_kind_operations_tabulates_the_operations_and_the_engines_time(tmp_path)
     from helpers import run_cli
     from simlab.config.hardware import OperationsHardware
     from simlab.hardware import build_cost_model
-    from simlab.hardware.operations_table import BATCH_TOKENS, CONTEXT_TOKENS, ENGINE_OVERHEAD
+    from simlab.hardware.operations_table import BATCH_TOKENS, CONTEXT_TOKENS, engine_time
 
     cfg = OperationsHardware(kind="operations", gpu="h100-sxm", model="qwen3-8b")
     cost = build_cost_model(cfg, base_dir=tmp_path, file=tmp_path / "s.yaml")
     curves, model = load_curves(GPUS["h100-sxm"]), get_model("qwen3-8b")
     batch, context = BATCH_TOKENS[5], CONTEXT_TOKENS[2]
     gpu_s = price(decode_operations(model, num_requests=batch, context_per_request=context / batch), curves)["total"]
-    expected = gpu_s + ENGINE_OVERHEAD["step_overhead_s"] + ENGINE_OVERHEAD["request_overhead_s"] * batch
+    fitted = engine_time("vllm")
+    expected = gpu_s + fitted["step_overhead_s"] + fitted["request_overhead_s"] * batch
     assert cost.verify_s(batch, float(context), batch) == pytest.approx(expected, rel=1e-9)  # a grid point
     own = build_cost_model(OperationsHardware(kind="operations", gpu="h100-sxm", model="qwen3-8b",
                                               step_overhead_s=0.0, request_overhead_s=0.0),

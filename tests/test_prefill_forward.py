@@ -159,3 +159,41 @@ def decode_operations_of(model, requests, context, tp):
 
     return decode_operations(model, num_requests=requests, context_per_request=context, tensor_parallel=tp,
                              precision="fp8")
+
+
+def test_each_stacks_engine_time_is_what_its_runs_leave_unexplained():
+    """The shipped per-stack engine time is what simlab.calibration.engine_time fits on the stacks' runs (within
+    the float noise of a replay), and each stack's own is used."""
+    import yaml
+
+    from simlab.calibration.engine_time import fit
+    from simlab.hardware.operations_table import ENGINE_TIME_FILE, engine_time
+
+    shipped = yaml.safe_load(ENGINE_TIME_FILE.read_text())["stacks"]
+    refit = fit()
+    assert set(refit) == set(shipped) == {"vllm", "sglang", "trtllm"}
+    for stack, entry in refit.items():
+        assert entry["fitted_on"] == shipped[stack]["fitted_on"]
+        for key in ("step_overhead_s", "request_overhead_s"):
+            assert entry[key] == pytest.approx(shipped[stack][key], rel=1e-3, abs=1e-7)
+    assert max(abs(r) for r in shipped["vllm"]["residual_ms"]) < 0.1  # 4 runs at 1-8 users, two parameters
+    assert engine_time("eager") == engine_time("vllm")
+    sglang = build_cost_model(OperationsHardware(kind="operations", gpu="h100-sxm", model="qwen3-8b", stack="sglang"),
+                              base_dir=Path("."), file=None)
+    vllm = build_cost_model(OperationsHardware(kind="operations", gpu="h100-sxm", model="qwen3-8b"),
+                            base_dir=Path("."), file=None)
+    gap = shipped["vllm"]["step_overhead_s"] - shipped["sglang"]["step_overhead_s"]
+    assert vllm.verify_s(8, 8000.0, 8) - sglang.verify_s(8, 8000.0, 8) == pytest.approx(gap, rel=1e-9)
+    assert sglang.describe()["provenance"]["engine_overhead"]["from"]["stack"] == "sglang"
+
+
+def test_a_drafter_on_kind_operations_takes_its_kv_from_the_target_as_on_the_roofline():
+    from simlab.config.hardware import RooflineHardware
+
+    ops = build_cost_model(OperationsHardware(kind="operations", gpu="h100-sxm", model="qwen3-8b"),
+                           base_dir=Path("."), file=None)
+    roofline = build_cost_model(RooflineHardware(kind="roofline", gpu="h100-sxm", model="qwen3-8b"),
+                                base_dir=Path("."), file=None)
+    for method in ("eagle3", "dspark", "none"):
+        assert ops.draft_kv_bytes_per_token(method) == roofline.draft_kv_bytes_per_token(method)
+    assert ops.draft_kv_bytes_per_token("eagle3") == 2 * 8 * 128 * 2  # one layer's K and V a token

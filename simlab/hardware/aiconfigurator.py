@@ -76,6 +76,9 @@ def table_config(cfg: AicHardware, file: Optional[str] = None) -> TableHardware:
             "source": "aiconfigurator-core silicon database",
             "drafter": "the roofline's drafter costs (the database has no drafter)",
             "kv_cache_tokens": "the roofline's for the same GPU, model and tensor parallelism",
+            "kv_roofline": None if roofline is None else {
+                k: v for k, v in roofline.describe().items()
+                if k in ("kind", "gpu", "model", "tensor_parallel", "parameters")},
             "cell": "decode_step_latency(B, C // B, 2) ms / 1e3",
         },
     )

@@ -9,10 +9,10 @@ its decode tokens, plus its causal attention's pairs (a pure prefill step carrie
 curves and the KV capacity are the calibrated roofline's for the same GPU, model, TP, precision
 and ``stack`` (simlab.hardware.roofline_tables), as for ``kind: aiconfigurator``.
 
-The engine's own time left out of the scenario is :data:`ENGINE_OVERHEAD`'s: fitted on the four vLLM v0.11.0 runs
-of Qwen3-8B on one H100 at 1-8 users (gpustack perf lab, ShareGPT 233/221 tokens) as what the operations' GPU time
-does not explain (measured TPOT minus the decode step at the run's mean context): 1.16 ms a step and 0.031 ms a
-request. In-sample there; checked on the same source's SGLang and TensorRT-LLM runs at 4 users (docs/operations.md).
+The engine's own time left out of the scenario is the stack's (:func:`engine_time`): a time a step and a time a
+request fitted on the stack's public runs at low load as what the operations' GPU time does not explain
+(simlab.calibration.engine_time writes hw_profiles/calibration/engine_time.yaml; docs/operations.md states the runs
+and the error). ``eager`` takes vLLM's.
 """
 
 from __future__ import annotations
@@ -20,13 +20,21 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Optional
 
+from simlab.common.resources import shipped_dir
+from simlab.common.yaml_file import read_yaml
 from simlab.config.hardware import OperationsHardware, TableHardware
 from simlab.hardware.table import TableCostModel
 
 BATCH_TOKENS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192)
 CONTEXT_TOKENS = (0, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304)
 PREFILL_TOKENS = (1, 16, 64, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768)
-ENGINE_OVERHEAD = {"step_overhead_s": 1.16e-3, "request_overhead_s": 3.1e-5}
+ENGINE_TIME_FILE = shipped_dir("hw_profiles") / "calibration" / "engine_time.yaml"
+
+
+def engine_time(stack: str) -> dict:
+    """The stack's fitted engine time: ``step_overhead_s``, ``request_overhead_s`` and the runs it was fitted on."""
+    stacks = read_yaml(ENGINE_TIME_FILE, what="engine time file")["stacks"]
+    return stacks.get(stack) or stacks["vllm"]
 
 
 @lru_cache(maxsize=16)
@@ -46,8 +54,10 @@ def table_config(cfg: OperationsHardware, file: Optional[str] = None) -> TableHa
 
         raise InputError(f"no fp8 kernel curve for {gpu.name} ({curves.source})", file=file,
                          field="hardware.precision", value="fp8", valid="bf16, or a GPU with fp8 tensor cores")
-    step_s = ENGINE_OVERHEAD["step_overhead_s"] if cfg.step_overhead_s is None else cfg.step_overhead_s
-    request_s = ENGINE_OVERHEAD["request_overhead_s"] if cfg.request_overhead_s is None else cfg.request_overhead_s
+    given = cfg.step_overhead_s is not None and cfg.request_overhead_s is not None
+    fitted = None if given else engine_time(cfg.stack)
+    step_s = fitted["step_overhead_s"] if cfg.step_overhead_s is None else cfg.step_overhead_s
+    request_s = fitted["request_overhead_s"] if cfg.request_overhead_s is None else cfg.request_overhead_s
 
     def cell(batch: int, context: int) -> float:
         ops = decode_operations(model, num_requests=batch, context_per_request=context / batch, tensor_parallel=tp,
@@ -72,10 +82,14 @@ def table_config(cfg: OperationsHardware, file: Optional[str] = None) -> TableHa
         provenance={"source": "the model's operations priced by kernel curves", "curves": curves.source,
                     "priced_by": measured_families(curves, cfg.precision),
                     "engine_overhead": {"step_overhead_s": step_s, "request_overhead_s": request_s,
-                                        "from": "the scenario" if cfg.step_overhead_s is not None
-                                        else "fitted on gpustack's vLLM v0.11.0 Qwen3-8B H100 runs at 1-8 users"},
+                                        "from": "the scenario" if given else
+                                        {"stack": cfg.stack if cfg.stack in ("vllm", "sglang", "trtllm") else "vllm",
+                                         "fitted_on": list(fitted["fitted_on"])}},
                     "drafter": "the roofline's drafter costs (same GPU, model, TP and stack)",
                     "kv_cache_tokens": "the roofline's",
+                    "kv_roofline": None if roofline is None else {
+                        k: v for k, v in roofline.describe().items()
+                        if k in ("kind", "gpu", "model", "tensor_parallel", "parameters")},
                     "cell": "decode_step GPU time (B sequences of C / B tokens) + step + B x request overhead",
                     "prefill": "a chunk joins its step's forward: the token operations at M = decode + chunk "
                                "tokens, and its attention pairs"})

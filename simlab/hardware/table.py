@@ -145,9 +145,11 @@ class TableCostModel(CostModel):
 
     def _roofline_source(self):
         """(model, tensor parallelism, its roofline parameters) of the roofline a profile was derived from (its
-        ``provenance.source``), or None."""
+        ``provenance.source``, or ``provenance.kv_roofline`` for a table that takes a roofline's KV), or None."""
         provenance = self.config.provenance
         source = provenance.get("source") if isinstance(provenance, dict) else None
+        if not isinstance(source, dict) or source.get("kind") != "roofline":  # a table built on a roofline's KV
+            source = provenance.get("kv_roofline") if isinstance(provenance, dict) else None
         if not isinstance(source, dict) or source.get("kind") != "roofline":
             return None
         model = MODELS.get(str(source.get("model")))
