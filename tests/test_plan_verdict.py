@@ -95,10 +95,12 @@ def _doc(model: str, parts: dict) -> dict:
 
 
 def test_a_mixture_of_experts_plan_with_speculation_carries_the_gain_checks_caution():
-    warnings = plan_warnings(_doc("qwen3-30b-a3b", {"no-spec": [], "eagle3": ["an eagle3 drafter"]}))
-    assert len(warnings) == 1 and "mixture of experts" in warnings[0] and "upper bound" in warnings[0]
-    assert "32+ users: median error" in warnings[0]
-    assert plan_warnings(_doc("qwen3-30b-a3b", {"no-spec": []})) == []  # no speculation: nothing to caution
+    notice, caution = plan_warnings(_doc("qwen3-30b-a3b", {"no-spec": [], "eagle3": ["an eagle3 drafter"]}))
+    assert "mixture of experts" in notice and "MoE latency calibration" in notice  # at the top of every MoE page
+    assert "mixture of experts" in caution and "upper bound" in caution
+    assert "32+ users: median error" in caution
+    only = plan_warnings(_doc("qwen3-30b-a3b", {"no-spec": []}))  # no speculation: the notice, no gain caution
+    assert len(only) == 1 and "upper bound" not in only[0]
     assert plan_warnings(_doc("qwen3-8b", {"eagle3": ["an eagle3 drafter"]})) == []  # dense gains hold (2-5 %)
 
 

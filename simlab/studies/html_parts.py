@@ -36,6 +36,13 @@ def page_html(title: str, body: list[str]) -> str:
             "\n</body></html>\n")
 
 
+def opening_html(question: str, setting: str, verdict: str, warnings: list[str]) -> list[str]:
+    """A study page's first lines: its question and what was simulated, the answer in bold, then each caution."""
+    out = [f"<p class=\"question\">{html.escape(question)}" + (f"<br>{html.escape(setting)}" if setting else "")
+           + "</p>", f"<p class=\"verdict\"><b>{html.escape(verdict)}</b></p>"]
+    return out + [f"<p class=\"warning\"><b>Caution:</b> {html.escape(w)}</p>" for w in warnings]
+
+
 def meta_html(command: Optional[str], scenario_file: Optional[str], sha256: str) -> str:
     from simlab.common.version import __version__
 
