@@ -93,8 +93,21 @@ class SweepData:
             combo = tuple(json.dumps(point["values"][f], sort_keys=True) for f in self.facets)
             combos.setdefault(combo, []).append(point["id"])
         for combo, ids in combos.items():
-            title = ", ".join(f"{short_field(f)}={format_value(json.loads(t))}" for f, t in zip(self.facets, combo))
+            title = facet_title(dict(zip(self.facets, (json.loads(t) for t in combo))))
             yield title, self.table[self.table["point"].isin(ids)]
+
+
+def facet_title(values: dict[str, Any]) -> str:
+    """A panel's title from its facet values: ``bias_logit=0.85, concurrency=32``; a disaggregation's pools as
+    ``prefill:decode 3:5`` (its zipped ``replicas=1`` left out) and no pools as ``co-located, 8 replicas``."""
+    split = "engine.disaggregation"
+    if split in values:
+        pools = values[split]
+        rest = {k: v for k, v in values.items() if k not in (split, "engine.replicas")}
+        head = (f"prefill:decode {format_value(pools).split()[0]}" if pools else
+                f"co-located, {values.get('engine.replicas', '')} replicas".replace(",  replicas", ""))
+        return ", ".join([head, *(f"{short_field(f)}={format_value(v)}" for f, v in rest.items())])
+    return ", ".join(f"{short_field(f)}={format_value(v)}" for f, v in values.items())
 
 
 def read_sweep_folder(folder: str | Path) -> SweepData:

@@ -103,6 +103,7 @@ def pareto_png(data: SweepData, colours: dict, sla_lines: Optional[list[tuple[st
     points faded, the front's points labelled by their load (where the labels do not overlap)."""
     fig, panels = _panels(data, width=7.0, height=5.0, max_columns=2, sharey=True)
     load_name = "requests/s" if data.x_is_rate else short_field(data.x)
+    labelled = []
     for (ax,), facet, group, frame, arms in panels:
         labels = []
         for arm in arms:
@@ -130,9 +131,11 @@ def pareto_png(data: SweepData, colours: dict, sla_lines: Optional[list[tuple[st
                      fontsize=9)
         ax.grid(alpha=0.3)
         ax.tick_params(labelleft=True)
-        place_labels(ax, labels)
         _legend(ax)
+        labelled.append((ax, labels))
     fig.tight_layout()
+    for ax, labels in labelled:  # once every panel is drawn: the shared axis's range and the layout are final
+        place_labels(ax, labels)
     return png_bytes(fig)
 
 
