@@ -19,7 +19,7 @@ ARMS = {"no-spec": ("none", "none", 0), "fixed-3": ("dspark", "fixed", 3), "hw":
         "oracle": ("dspark", "oracle", 7)}
 
 
-def _sweep(folder: Path, values: dict) -> Path:
+def _sweep(folder: Path, values: dict, levels: tuple = ()) -> Path:
     """A sweep folder over concurrency 1, 8 and 64 with the given (load, arm) -> (tok/s/GPU, user tok/s)."""
     loads = sorted({load for load, _ in values})
     setting = {"model": "qwen3-8b", "moe": False, "gpu": "h100-sxm", "gpus_per_replica": 1, "stack": "vllm",
@@ -28,7 +28,8 @@ def _sweep(folder: Path, values: dict) -> Path:
               for load in loads]
     doc = {"name": "synthetic", "fields": ["workload.concurrency"], "points": points, "arms": list(ARMS),
            "arm_kinds": {a: {"method": m, "scheduler": s, "gamma": g} for a, (m, s, g) in ARMS.items()},
-           "scenario_sha256": "0" * 64, "load": None, "scenario": {"sweep": {"grid": {}}}}
+           "scenario_sha256": "0" * 64, "load": None, "scenario": {"sweep": {"grid": {}}},
+           "sla_user_tok_s": list(levels)}
     folder.mkdir()
     (folder / "sweep.json").write_text(json.dumps(doc))
     lines = ["point,workload.concurrency,arm,error,output_throughput_per_gpu,median_user_tok_s"]
@@ -49,6 +50,20 @@ def test_the_sweep_verdict_names_the_winners_and_where_speculation_stops_paying(
     assert "at 64 users, hw gives the most output tokens/s per GPU, 1,005, +0.5% over no-spec" in text
     assert "From 64 users on, no arm beats no-spec's output tokens/s per GPU by more than 1%" in text
     assert "oracle" not in text
+
+
+def test_the_sweep_verdict_says_where_a_per_user_speed_sla_stops_being_reachable(tmp_path):
+    values = {}
+    for load, base, fixed, hw, oracle in ((1, 100.0, 150.0, 180.0, 300.0), (8, 400.0, 500.0, 460.0, 900.0),
+                                          (64, 1000.0, 900.0, 1005.0, 2000.0)):
+        for arm, thr in zip(ARMS, (base, fixed, hw, oracle)):
+            values[(load, arm)] = (thr, thr / load)  # user tok/s: 100 for no-spec at 1 user, 62.5 fixed-3 at 8
+    text = sweep_verdict(read_sweep_folder(_sweep(tmp_path / "s", values, levels=(50, 150, 500))))
+    assert ("The fastest per-user speed SLA some arm meets is ≥ 150 tokens/s per user, where hw gives the most, "
+            "180 tokens/s per GPU (no-spec does not reach it)") in text
+    assert ("Over the per-user speed SLAs no-spec meets (≥ 50 tokens/s per user) the best arm (fixed-3) gives +25% "
+            "tokens/s per GPU over no-spec") in text
+    assert "No arm reaches ≥ 500 tokens/s per user" in text
 
 
 def test_the_sweep_verdict_changes_with_the_results(tmp_path):

@@ -140,13 +140,15 @@ def new_figure(num_panels: int, *, width: float = 6.0, height: float = 4.2, max_
 
 
 def plain_log_axis(axis) -> None:
-    """Ticks of a log axis as plain numbers (3, 10, 30, not 3×10⁰), minor ticks at 2, 3 and 5 of each decade
-    labelled where a decade or less is shown."""
+    """Ticks of a log axis as plain numbers (3, 10, 30, not 3×10⁰), minor ticks at 2, 3 and 5 of each decade:
+    all labelled where the axis spans at most a factor of 30, the 2s and 5s up to a factor of 1,000."""
     from matplotlib.ticker import FuncFormatter, LogLocator
 
     def minor(value: float, _) -> str:  # decided when drawn, on the axis's final range
         low, high = sorted(axis.get_view_interval())
-        return f"{value:,.10g}" if low > 0 and high / low <= 30 else ""
+        span = high / low if low > 0 else float("inf")
+        lead = round(value / 10 ** np.floor(np.log10(value))) if value > 0 else 0
+        return f"{value:,.10g}" if span <= 30 or (span <= 1000 and lead in (2, 5)) else ""
 
     axis.set_major_locator(LogLocator(base=10))
     axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.10g}"))
@@ -155,7 +157,7 @@ def plain_log_axis(axis) -> None:
 
 
 def place_labels(ax, points: list[tuple[float, float, str, Any, float]], *, min_dx_px: float = 16.0,
-                 min_dy_px: float = 9.0, fontsize: float = 6.0) -> int:
+                 min_dy_px: float = 11.0, fontsize: float = 6.0) -> int:
     """Write each (x, y, text, colour, alpha) beside its point, skipping one that would overlap a label already
     written (the first come first: pass the points that matter first); returns how many were written."""
     ax.autoscale_view()
