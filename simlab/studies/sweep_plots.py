@@ -18,23 +18,32 @@ MAX_ARMS_PER_PANEL = 5  # more lines than this on one panel are not read at a gl
 
 
 def arm_groups(data: SweepData) -> list[tuple[str, list[str]]]:
-    """The arms split into panels of at most MAX_ARMS_PER_PANEL lines: the baseline in each, then the fixed-γ
-    arms, then the other schedulers, each family in chunks. One group (named "") when all fit on one panel."""
+    """The arms split into panels of at most MAX_ARMS_PER_PANEL lines, the baseline (and the no-speculation arm)
+    on each: the fixed-γ arms and the other schedulers on panels of their own where that takes no more panels
+    than the fewest possible, else the arms in order on that fewest number of panels, evenly filled. One group
+    (named "") when all fit on one panel."""
+    import math
+
     from simlab.studies.gains import fixed_arms, no_spec_arm
 
-    base = data.doc.get("baseline") or no_spec_arm(data) or data.arms[0]
     if len(data.arms) <= MAX_ARMS_PER_PANEL:
         return [("", list(data.arms))]
-    plain = no_spec_arm(data)
-    anchors = [a for a in dict.fromkeys([plain, base]) if a is not None]
+    base = data.doc.get("baseline") or no_spec_arm(data) or data.arms[0]
+    anchors = [a for a in dict.fromkeys([no_spec_arm(data), base]) if a is not None]
     fixed = [a for a in fixed_arms(data) if a not in anchors]
     others = [a for a in data.arms if a not in anchors and a not in fixed]
     size = MAX_ARMS_PER_PANEL - len(anchors)
+    fewest = math.ceil((len(fixed) + len(others)) / size)
+    by_family = [("fixed γ", fixed), ("load-aware schedulers", others)]
+    if sum(math.ceil(len(f) / size) for _, f in by_family) > fewest:
+        by_family = [("arms", fixed + others)]
     groups = []
-    for name, family in (("fixed γ", fixed), ("load-aware schedulers", others)):
-        chunks = [family[i:i + size] for i in range(0, len(family), size)]
-        for n, chunk in enumerate(chunks):
-            label = name + (f" ({n + 1} of {len(chunks)})" if len(chunks) > 1 else "")
+    for name, family in by_family:
+        num = math.ceil(len(family) / size)
+        bounds = [round(i * len(family) / num) for i in range(num + 1)]  # evenly filled panels
+        for n in range(num):
+            chunk = family[bounds[n]:bounds[n + 1]]
+            label = name + (f" ({n + 1} of {num})" if num > 1 else "")
             groups.append((label, [a for a in data.arms if a in anchors or a in chunk]))
     return groups
 
