@@ -8,9 +8,12 @@ import pytest
 import yaml
 
 from helpers import CONTRACT_DIR, run_cli
+from pathlib import Path
 from simlab.studies.plan_ranking import headroom, least_headroom
 from simlab.studies.plan_verdict import plan_warnings, usd_per_million_tokens, verdict
 from simlab.studies.sla import parse_sla
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 def test_headroom_is_the_relative_slack_of_each_condition():
@@ -95,10 +98,12 @@ def _doc(model: str, parts: dict) -> dict:
 
 
 def test_a_mixture_of_experts_plan_with_speculation_carries_the_gain_checks_caution():
-    warnings = plan_warnings(_doc("qwen3-30b-a3b", {"no-spec": [], "eagle3": ["an eagle3 drafter"]}))
-    assert len(warnings) == 1 and "mixture of experts" in warnings[0] and "upper bound" in warnings[0]
-    assert "32+ users: median error" in warnings[0]
-    assert plan_warnings(_doc("qwen3-30b-a3b", {"no-spec": []})) == []  # no speculation: nothing to caution
+    notice, caution = plan_warnings(_doc("qwen3-30b-a3b", {"no-spec": [], "eagle3": ["an eagle3 drafter"]}))
+    assert "mixture of experts" in notice and "MoE latency calibration" in notice  # at the top of every MoE page
+    assert "mixture of experts" in caution and "upper bound" in caution
+    assert "32+ users: median error" in caution
+    only = plan_warnings(_doc("qwen3-30b-a3b", {"no-spec": []}))  # no speculation: the notice, no gain caution
+    assert len(only) == 1 and "upper bound" not in only[0]
     assert plan_warnings(_doc("qwen3-8b", {"eagle3": ["an eagle3 drafter"]})) == []  # dense gains hold (2-5 %)
 
 
@@ -131,23 +136,53 @@ def test_the_progress_ends_with_what_ran():
 
 def test_launch_files_say_what_was_simulated_and_what_to_fill_in(contract_plans):
     """--prefer fastest chooses dspark-adaptive (no drafter named in the contract's plan): the vLLM file is the
-    release simulated, the SGLang file says it was not simulated, both say what to fill in and that the engine has
-    no flag for the adaptive scheduler; DSpark gets no EAGLE tree flag; SGLang chunks as the simulation did."""
+    release simulated, which serves no DSpark drafter (its methods in engine_releases/vllm.yaml), so it says so and
+    leaves speculation out; the SGLang file is the newest SGLang release, says it was not simulated, what to fill in
+    and that the engine has no flag for the adaptive scheduler; DSpark gets no EAGLE tree flag; SGLang chunks as the
+    simulation did."""
+    from simlab.hardware.releases import get_release, known_versions
+
     doc, _, folder = contract_plans["fastest"]
     assert doc["best"]["arm"] == "dspark-adaptive"
     vllm = (folder / "launch_vllm.sh").read_text()
     sglang = (folder / "launch_sglang.sh").read_text()
     assert vllm.startswith("vllm serve")
     release = doc["best"]["metrics"]["engine"]["stack_version"]
+    assert release.startswith("vllm ") and "dspark" not in get_release("vllm", release.split()[1]).methods.value
     assert f"# simulated on {release}" in vllm and "NOT SIMULATED" not in vllm
-    assert f"# NOT SIMULATED: simlab planned this deployment on {release}" in sglang
-    for text in (vllm, sglang):
-        assert "# FILL IN: <dspark drafter for Qwen/Qwen3-8B>" in text
-        assert "simlab credited the adaptive scheduler" in text
+    assert f"# NOT IN {release}: it serves the drafters" in vllm
+    assert "--speculative-config" not in vllm and "<dspark drafter" not in vllm
+    newest = f"sglang {known_versions('sglang')[-1]}"
+    assert f"# NOT SIMULATED: simlab planned this deployment on {release}; this is the same deployment in {newest}" \
+        in sglang
+    assert "# FILL IN: <dspark drafter for Qwen/Qwen3-8B>" in sglang
+    assert f"simlab credited the adaptive scheduler; {newest} has no flag for it" in sglang
     assert "--speculative-eagle-topk" not in sglang
     engine = doc["best"]["metrics"]["engine"]
     chunk = engine.get("prefill_chunk_tokens") or engine["max_batch_tokens"]
     assert f"--chunked-prefill-size {chunk} " in sglang
+
+
+@pytest.mark.parametrize("plan", sorted(p.name for p in (REPO / "reports" / "plan").iterdir() if p.is_dir()))
+def test_shipped_launch_files_name_the_release_simulated_and_every_named_drafter(plan):
+    """Each shipped plan's launch files name plan.json's release, and a drafter the plan names is in the command
+    (no placeholder where a public checkpoint exists)."""
+    from simlab.studies.plan_arms import read_arm
+
+    folder = REPO / "reports" / "plan" / plan
+    doc = json.loads((folder / "plan.json").read_text(encoding="utf-8"))
+    if doc["best"] is None:
+        return
+    release = doc["best"]["metrics"]["engine"]["stack_version"]
+    spec = yaml.safe_load((REPO / "scenarios" / "studies" / "plan" / f"{plan}.yaml").read_text(encoding="utf-8"))
+    arms = [read_arm(raw, i, file=f"{plan}.yaml") for i, raw in enumerate(spec["arms"])]
+    chosen = next(a for a in arms if a.arm.get("name", a.arm["method"]) == doc["best"]["arm"] or
+                  json.dumps(a.arm).find(doc["best"]["arm"]) >= 0)
+    for engine in ("vllm", "sglang"):
+        text = (folder / f"launch_{engine}.sh").read_text(encoding="utf-8")
+        assert f"simulated on {release}" in text or f"planned this deployment on {release}" in text
+        if chosen.drafter:
+            assert "drafter for" not in text and (chosen.drafter in text or "# NOT IN" in text)
 
 
 def test_a_load_scales_the_way_its_kind_carries_load():

@@ -40,7 +40,20 @@ def sweep_command(
         first = next(iter(outcome.errors.values()))
         console.print(f"error: {outcome.num_failed} point(s) failed (see the error column of sweep.csv and "
                       f"{outcome.out / 'failed'}/); the first: {first}", markup=False)
+    _print_answer(outcome.out / "sweep.json")
+    if outcome.num_failed:
         raise typer.Exit(1)
+
+
+def _print_answer(document: Path) -> None:
+    """A study's cautions on stderr and its verdict, the last line of stdout (as ``simlab plan`` does)."""
+    import json
+
+    doc = json.loads(document.read_text(encoding="utf-8"))
+    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    for warning in doc.get("warnings") or []:
+        err.print(f"caution: {warning}", markup=False)
+    Console(soft_wrap=True).print(doc["verdict"], markup=False, highlight=False)
 
 
 def whatif_command(
@@ -78,6 +91,7 @@ def whatif_command(
             stdout = Console(width=160)
         stdout.print(answers_table(outcome.document))
         stdout.print(f"results: {outcome.out}/")
+        _print_answer(outcome.out / "whatif.json")
 
 
 def _number(value: Optional[float]):

@@ -120,8 +120,10 @@ def png_bytes(fig) -> bytes:
     return out.getvalue()
 
 
-def new_figure(num_panels: int, *, width: float = 6.0, height: float = 4.2, max_columns: int = 3):
-    """A figure with ``num_panels`` axes in a grid; returns (figure, flat list of the used axes)."""
+def new_figure(num_panels: int, *, width: float = 6.0, height: float = 4.2, max_columns: int = 3,
+               sharey: bool = False):
+    """A figure with ``num_panels`` axes in a grid; returns (figure, flat list of the used axes). ``sharey``: one
+    y axis for every panel (a measure compared across panels at a glance)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -129,8 +131,45 @@ def new_figure(num_panels: int, *, width: float = 6.0, height: float = 4.2, max_
 
     columns = min(max_columns, max(1, num_panels))
     rows = int(np.ceil(num_panels / columns))
-    fig, axes = plt.subplots(rows, columns, figsize=(width * columns, height * rows), squeeze=False)
+    fig, axes = plt.subplots(rows, columns, figsize=(width * columns, height * rows), squeeze=False,
+                             sharey="all" if sharey else False)
     flat = list(axes.ravel())
     for ax in flat[num_panels:]:
         ax.set_visible(False)
     return fig, flat[:num_panels]
+
+
+def plain_log_axis(axis) -> None:
+    """Ticks of a log axis as plain numbers (3, 10, 30, not 3×10⁰), minor ticks at 2, 3 and 5 of each decade:
+    all labelled where the axis spans at most a factor of 30, the 2s and 5s up to a factor of 1,000."""
+    from matplotlib.ticker import FuncFormatter, LogLocator
+
+    def minor(value: float, _) -> str:  # decided when drawn, on the axis's final range
+        low, high = sorted(axis.get_view_interval())
+        span = high / low if low > 0 else float("inf")
+        lead = round(value / 10 ** np.floor(np.log10(value))) if value > 0 else 0
+        return f"{value:,.10g}" if span <= 30 or (span <= 1000 and lead in (2, 5)) else ""
+
+    axis.set_major_locator(LogLocator(base=10))
+    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.10g}"))
+    axis.set_minor_locator(LogLocator(base=10, subs=(2.0, 3.0, 5.0)))
+    axis.set_minor_formatter(FuncFormatter(minor))
+
+
+def place_labels(ax, points: list[tuple[float, float, str, Any, float]], *, min_dx_px: float = 16.0,
+                 min_dy_px: float = 11.0, fontsize: float = 6.0) -> int:
+    """Write each (x, y, text, colour, alpha) beside its point, skipping one that would overlap a label already
+    written (the first come first: pass the points that matter first); returns how many were written."""
+    ax.autoscale_view()
+    to_px = ax.transData.transform
+    placed: list[tuple[float, float]] = []
+    for x, y, text, colour, alpha in points:
+        if not (np.isfinite(x) and np.isfinite(y)):
+            continue
+        px, py = to_px((x, y))
+        if any(abs(px - qx) < min_dx_px + 3 * len(text) and abs(py - qy) < min_dy_px for qx, qy in placed):
+            continue
+        placed.append((px, py))
+        ax.annotate(text, (x, y), textcoords="offset points", xytext=(5, 4), fontsize=fontsize, color=colour,
+                    alpha=alpha)
+    return len(placed)

@@ -18,6 +18,7 @@ h1 { font-size: 1.5em; } h2 { font-size: 1.2em; margin-top: 2em; border-bottom: 
 figure { margin: 1em 0; } img { max-width: 100%; border: 1px solid #eee; }
 figcaption { font-size: 0.85em; color: #555; }
 table { border-collapse: collapse; font-size: 0.8em; margin: 0.5em 0 1.5em; }
+.table-scroll { overflow-x: auto; max-width: 100%; }
 th, td { border: 1px solid #ddd; padding: 0.2em 0.5em; text-align: right; }
 th { background: #f4f4f4; } td.text, th.text { text-align: left; }
 .gain-up { color: #1a7f37; } .gain-down { color: #b42318; }
@@ -34,6 +35,13 @@ def page_html(title: str, body: list[str]) -> str:
             f"<meta name=\"generator\" content=\"simlab {__version__}\"><title>{html.escape(title)}</title>"
             f"<style>{STYLE}</style></head>\n<body>\n<h1>{html.escape(title)}</h1>\n" + "\n".join(body) +
             "\n</body></html>\n")
+
+
+def opening_html(question: str, setting: str, verdict: str, warnings: list[str]) -> list[str]:
+    """A study page's first lines: its question and what was simulated, the answer in bold, then each caution."""
+    out = [f"<p class=\"question\">{html.escape(question)}" + (f"<br>{html.escape(setting)}" if setting else "")
+           + "</p>", f"<p class=\"verdict\"><b>{html.escape(verdict)}</b></p>"]
+    return out + [f"<p class=\"warning\"><b>Caution:</b> {html.escape(w)}</p>" for w in warnings]
 
 
 def meta_html(command: Optional[str], scenario_file: Optional[str], sha256: str) -> str:
@@ -65,7 +73,7 @@ def table_html(header: list[str], rows: Iterable[list[Any]], text_columns: int =
                 css, value = value.css, str(value)
             cells.append(f"<td class=\"{css}\">{html.escape(str(value))}</td>")
         body.append("<tr>" + "".join(cells) + "</tr>")
-    return f"<table><tr>{head}</tr>\n" + "\n".join(body) + "</table>"
+    return f"<div class=\"table-scroll\"><table><tr>{head}</tr>\n" + "\n".join(body) + "</table></div>"
 
 
 class GainCell:

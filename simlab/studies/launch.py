@@ -1,7 +1,11 @@
 """Launch commands for a planned deployment, in the engines' own flag names at a named release: ``vllm serve``
 with ``--speculative-config '{JSON}'``, and SGLang's ``python -m sglang.launch_server`` with its
 ``--speculative-*`` flags. One command starts one replica; a deployment of R replicas runs it R times behind a
-router (a disaggregated one: its prefill and decode commands, each as many times as its pool's replicas)."""
+router (a disaggregated one: its prefill and decode commands, each as many times as its pool's replicas).
+
+The release is the one the plan simulated (plan.json's ``engine.stack_version``) for the engine it planned on,
+and the newest simlab knows for the other engine (:mod:`simlab.hardware.releases`). A drafter method the release
+does not serve (its ``methods``, with their source) is not emitted: the file says so in a comment instead."""
 
 from __future__ import annotations
 
@@ -9,14 +13,30 @@ import json
 import shlex
 from typing import Any, Optional
 
-# the releases whose flag names these commands use (vllm/engine/arg_utils.py; sglang/srt/server_args.py)
-VLLM_RELEASE = "0.13.0"
-SGLANG_RELEASE = "0.5.3"
 VLLM_METHODS = {"eagle3": "eagle3", "mtp": "mtp", "dflash": "dflash", "dspark": "dspark"}
 SGLANG_ALGORITHMS = {"eagle3": "EAGLE3", "mtp": "NEXTN", "dflash": "DFLASH", "dspark": "DSPARK"}
 EAGLE_STYLE = ("eagle3", "mtp")  # SGLang runs these on its EAGLE worker, which takes --speculative-eagle-topk
 DEFAULT_MAX_NUM_SEQS = 256  # simlab's EngineConfig defaults, which every deployment runs with unless the plan sets them
 DEFAULT_MAX_BATCH_TOKENS = 8192
+
+
+def launch_release(engine: str, deployment: dict):
+    """The :class:`~simlab.hardware.releases.EngineRelease` a launch file for ``engine`` is written for: the one
+    the plan simulated where it planned on ``engine``, else ``engine``'s newest known (None: no release known)."""
+    from simlab.common.errors import InputError
+    from simlab.hardware.releases import get_release
+
+    recorded = ((deployment.get("metrics") or {}).get("engine") or {}).get("stack_version") or ""
+    stack, _, version = recorded.partition(" ")
+    try:
+        return get_release(engine, version if stack == engine and version else None)
+    except InputError:
+        return get_release(engine, None)
+
+
+def serves(release, method: str) -> bool:
+    """Whether ``release`` serves the drafter ``method`` (True where it records no methods)."""
+    return method == "none" or release is None or release.methods is None or method in release.methods.value
 
 
 def drafter_placeholder(method: str, hf_id: str) -> str:
@@ -42,9 +62,12 @@ def vllm_speculative_config(arm: dict, hf_id: str, drafter: Optional[str]) -> Op
 
 
 def vllm_command(hardware: dict, arm: dict, engine: dict, hf_id: str, drafter: Optional[str] = None,
-                 role: Optional[str] = None) -> str:
-    """``vllm serve ...`` for one replica (``role``: ``prefill`` or ``decode`` of a disaggregated deployment)."""
+                 role: Optional[str] = None, release=None) -> str:
+    """``vllm serve ...`` for one replica (``role``: ``prefill`` or ``decode`` of a disaggregated deployment);
+    without speculation where ``release`` does not serve the arm's drafter."""
     seqs, tokens = _engine_limits(engine)
+    if not serves(release, arm["method"]):
+        arm = {"method": "none"}
     words = ["vllm", "serve", hf_id, "--tensor-parallel-size", str(hardware["tensor_parallel"])]
     tp, ep = int(hardware["tensor_parallel"]), int(hardware.get("expert_parallel", 1))
     if ep > 1:
@@ -66,9 +89,12 @@ def vllm_command(hardware: dict, arm: dict, engine: dict, hf_id: str, drafter: O
 
 
 def sglang_command(hardware: dict, arm: dict, engine: dict, hf_id: str, drafter: Optional[str] = None,
-                   role: Optional[str] = None) -> str:
-    """``python -m sglang.launch_server ...`` for one replica."""
+                   role: Optional[str] = None, release=None) -> str:
+    """``python -m sglang.launch_server ...`` for one replica; without speculation where ``release`` does not
+    serve the arm's drafter."""
     seqs, tokens = _engine_limits(engine)
+    if not serves(release, arm["method"]):
+        arm = {"method": "none"}
     tp, ep = int(hardware["tensor_parallel"]), int(hardware.get("expert_parallel", 1))
     words = ["python", "-m", "sglang.launch_server", "--model-path", hf_id, "--tp", str(max(tp, ep))]
     if ep > 1:
@@ -108,24 +134,32 @@ def launch_commands(deployment: dict, scenario: dict, hf_id: str, drafter: Optio
     """Both engines' commands for a deployment, one per distinct replica role."""
     hardware, arm, engine = scenario["hardware"], scenario["arms"][0], effective_engine(deployment, scenario)
     roles = ["prefill", "decode"] if deployment.get("disaggregation") else [None]
-    return {"vllm": [vllm_command(hardware, arm, engine, hf_id, drafter, r) for r in roles],
-            "sglang": [sglang_command(hardware, arm, engine, hf_id, drafter, r) for r in roles]}
+    vllm, sglang = launch_release("vllm", deployment), launch_release("sglang", deployment)
+    return {"vllm": [vllm_command(hardware, arm, engine, hf_id, drafter, r, vllm) for r in roles],
+            "sglang": [sglang_command(hardware, arm, engine, hf_id, drafter, r, sglang) for r in roles]}
 
 
 def launch_notes(engine: str, deployment: dict, arm: dict, drafter: Optional[str], hf_id: str) -> list[str]:
-    """What a person must know before running a launch file (comment lines): whether the plan simulated this
-    engine and at which release, a drafter they must fill in, a scheduler the engine has no flag for."""
+    """What a person must know before running a launch file (comment lines): the release it is written for and
+    whether the plan simulated it, a drafter the release does not serve (left out of the command), a drafter they
+    must fill in, a scheduler the engine has no flag for."""
     recorded = (deployment.get("metrics") or {}).get("engine") or {}
     simulated = recorded.get("stack_version") or deployment["stack"]
-    flags_release = VLLM_RELEASE if engine == "vllm" else SGLANG_RELEASE
+    release = launch_release(engine, deployment)
+    label = release.label if release is not None else engine
     notes = []
     if deployment["stack"] != engine:
         notes.append(f"# NOT SIMULATED: simlab planned this deployment on {simulated}; this is the same deployment in "
-                     f"{engine}'s flags, whose own scheduling and kernels were not simulated")
+                     f"{label}'s flags, whose own scheduling and kernels were not simulated")
     else:
-        notes.append(f"# simulated on {simulated}, with the engine limits below as simlab ran them; flag names "
-                     f"checked against {engine} {flags_release}")
+        notes.append(f"# simulated on {simulated}, with the engine limits below as simlab ran them; the flags are "
+                     f"{label}'s")
     method = arm.get("method", "none")
+    if not serves(release, method):
+        notes.append(f"# NOT IN {label}: it serves the drafters {', '.join(release.methods.value)} "
+                     f"({release.methods.source}); the {method} drafter the plan credited has no flag there, so "
+                     "this command serves without speculation")
+        return notes
     if method not in ("none", "mtp") and not drafter:
         notes.append(f"# FILL IN: {drafter_placeholder(method, hf_id)} stands for a {method} drafter checkpoint; "
                      "the plan named none (give its arm `drafter:`)")
@@ -133,9 +167,10 @@ def launch_notes(engine: str, deployment: dict, arm: dict, drafter: Optional[str
 
     kind = (arm.get("scheduler") or {}).get("kind", DEFAULT_KIND) if method != "none" else DEFAULT_KIND
     if kind != DEFAULT_KIND:
-        notes.append(f"# simlab credited the {kind} scheduler; {engine} at this release has no flag for it and "
-                     f"verifies all {arm.get('gamma')} drafts each step, which this plan did not simulate (add the "
-                     "arm with scheduler: {kind: fixed} to see what that costs)")
+        notes.append(f"# simlab credited the {kind} scheduler; {label} has no flag for it (no adaptive or dynamic "
+                     f"speculation setting among its release's settings) and verifies all {arm.get('gamma')} drafts "
+                     "each step, which this plan did not simulate (add the arm with scheduler: {kind: fixed} to see "
+                     "what that costs)")
     return notes
 
 

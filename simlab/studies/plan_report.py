@@ -13,6 +13,8 @@ from simlab.studies.labels import deployment_label, gpus_label, replicas_label, 
 from simlab.studies.plan_verdict import plan_warnings, verdict
 
 NUM_RANKED = 30
+PARETO_CAPTION = ("Every simulated deployment: USD per million output tokens against the median user's speed "
+                  "(grey: misses the SLA)")
 
 
 def _money(value: Optional[float]) -> str:
@@ -29,41 +31,59 @@ def _deployment_text(d: dict) -> str:
     return f"{deployment_layout(d)}: {gpus_label(d)}, {_money(d['usd_per_hour'])}"
 
 
-def pareto_png(doc: dict) -> Optional[bytes]:
-    """Output tokens/s per GPU against the median user's tokens/s, every simulated deployment, by arm; the front
-    of those meeting the SLA drawn, the chosen one starred."""
-    from simlab.studies.figures import arm_colours, new_figure, pareto_mask, png_bytes
+def fleet_label(d: dict) -> str:
+    """A deployment's GPUs as a reader counts them: ``2×H100-SXM``."""
+    return f"{d['num_gpus']}×{str(d['gpu']).upper()}"
 
-    points = [c for c in doc["candidates"] if c["metrics"]]
+
+def pareto_png(doc: dict) -> Optional[bytes]:
+    """Dollars per million output tokens against the median user's tokens/s, every simulated deployment: those
+    missing the SLA faded grey and left out of the front, those meeting it by arm, labelled by their GPUs
+    (``2×H100-SXM``), the front of cheaper-and-faster drawn, the chosen one starred."""
+    from simlab.studies.figures import arm_colours, new_figure, pareto_mask, place_labels, plain_log_axis, png_bytes
+    from simlab.studies.plan_verdict import usd_per_million_tokens
+
+    points = [c for c in doc["candidates"] if c["metrics"] and usd_per_million_tokens(c)
+              and c["metrics"].get("median_user_tok_s")]
     if not points:
         return None
     arms = list(doc["best_by_arm"])
     colours = arm_colours(arms)
     fig, (ax,) = new_figure(1, width=9.0, height=5.5)
+    misses = [c for c in points if not c["meets_sla"]]
+    if misses:
+        ax.scatter([usd_per_million_tokens(c) for c in misses], [c["metrics"]["median_user_tok_s"] for c in misses],
+                   s=18, color="#cccccc", label="misses the SLA (not an option)", zorder=1)
+    meeting = [c for c in points if c["meets_sla"]]
     for arm in arms:
-        mine = [c for c in points if c["arm"] == arm]
-        for meets in (True, False):
-            sel = [c for c in mine if c["meets_sla"] == meets]
-            if sel:
-                ax.scatter([c["metrics"]["median_user_tok_s"] for c in sel],
-                           [c["metrics"]["output_throughput_per_gpu"] for c in sel], s=28,
-                           facecolors=colours[arm] if meets else "none", edgecolors=colours[arm],
-                           label=f"{arm} ({'meets' if meets else 'misses'} SLA)")
-    meeting = [c for c in points if c["meets_sla"]]  # the front is of what meets the SLA: misses are not options
-    x = np.array([c["metrics"]["median_user_tok_s"] or np.nan for c in meeting], dtype=float)
-    y = np.array([c["metrics"]["output_throughput_per_gpu"] or np.nan for c in meeting], dtype=float)
-    front = pareto_mask(x, y)
-    order = np.argsort(x[front])
-    ax.plot(x[front][order], y[front][order], color="#555", lw=1, ls="--", label="Pareto front (meeting the SLA)")
+        sel = [c for c in meeting if c["arm"] == arm]
+        if sel:
+            ax.scatter([usd_per_million_tokens(c) for c in sel], [c["metrics"]["median_user_tok_s"] for c in sel],
+                       s=30, color=colours[arm], label=f"{arm} (meets the SLA)", zorder=3)
+    labels = []
+    if meeting:
+        cost = np.array([usd_per_million_tokens(c) for c in meeting], dtype=float)
+        speed = np.array([c["metrics"]["median_user_tok_s"] for c in meeting], dtype=float)
+        front = pareto_mask(-cost, speed)  # cheaper and faster are both better
+        order = np.argsort(cost[front])
+        ax.plot(cost[front][order], speed[front][order], color="#555", lw=1, ls="--", zorder=2,
+                label="front: nothing cheaper is faster")
+        first = [c for c in meeting if c == doc["best"]] + [c for c, on in zip(meeting, front) if on]
+        labels = [(usd_per_million_tokens(c), c["metrics"]["median_user_tok_s"], fleet_label(c), "black", 1.0)
+                  for c in first + [c for c in meeting if c not in first]]
     best = doc["best"]
-    if best is not None:
-        ax.scatter([best["metrics"]["median_user_tok_s"]], [best["metrics"]["output_throughput_per_gpu"]],
-                   marker="*", s=320, color="gold", edgecolors="black", zorder=5, label="chosen")
-    ax.set_xlabel("median user speed (output tokens/s per user)")
-    ax.set_ylabel("output tokens/s per GPU")
-    ax.set_title("Deployments simulated: throughput per GPU against speed per user")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, loc="best")
+    if best is not None and usd_per_million_tokens(best):
+        ax.scatter([usd_per_million_tokens(best)], [best["metrics"]["median_user_tok_s"]], marker="*", s=320,
+                   color="gold", edgecolors="black", zorder=5, label="chosen")
+    ax.set_xscale("log")
+    plain_log_axis(ax.xaxis)
+    ax.set_xlabel("USD per million output tokens (log scale; left is cheaper)")
+    ax.set_ylabel("median user speed (output tokens/s per user)")
+    ax.set_title("Cost per token against speed per user (labels: GPUs)", fontsize=10)
+    ax.grid(alpha=0.3, which="both")
+    place_labels(ax, labels, fontsize=7)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    fig.tight_layout()
     return png_bytes(fig)
 
 
@@ -173,7 +193,7 @@ def plan_page(doc: dict) -> tuple[str, list[str], dict[str, bytes]]:
     search = doc["search"]
     body: list[str] = [*_answer(doc), meta_html(doc.get("command"), doc.get("plan_file"), doc.get("plan_sha256", ""))]
     images: dict[str, bytes] = {}
-    for name, caption, draw in (("plan-pareto.png", "Every simulated deployment (filled: meets the SLA)", pareto_png),
+    for name, caption, draw in (("plan-pareto.png", PARETO_CAPTION, pareto_png),
                                 ("plan-arms.png", "What speculation saves: each arm's cheapest deployment", arms_png)):
         payload = draw(doc)
         if payload is not None:

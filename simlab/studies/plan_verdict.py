@@ -10,8 +10,6 @@ from typing import Optional
 
 from simlab.studies.labels import deployment_label, gpus_label, replicas_label
 
-WRONG_GAIN_ERROR = 0.10  # a held-out band whose median |gain error| is above this, or ...
-WRONG_GAIN_SIGNS = 0.8  # ... whose signs agree in fewer than this share of the clear pairs, is stated wrong
 RULES = {
     "simplest": "at equal cost, no speculation before speculation, fewer moving parts before more, then the most "
                 "headroom against the SLA",
@@ -125,40 +123,14 @@ def _sensitivity(doc: dict) -> str:
     return text + f"; {spread.get('at_higher_load_note', 'no alternative tried holds there')}."
 
 
-def _gain_summary() -> list[dict]:
-    """The gain check's summary (hw_profiles/calibration/gain_error.yaml): held-out error per target and users."""
-    import yaml
-
-    from simlab.calibration.gain_check import GAIN_FILE
-    from simlab.common.resources import shipped_dir
-
-    path = shipped_dir("hw_profiles") / "calibration" / GAIN_FILE
-    try:
-        return list((yaml.safe_load(path.read_text(encoding="utf-8")) or {}).get("summary") or [])
-    except OSError:
-        return []
-
-
 def plan_warnings(doc: dict) -> list[str]:
     """What a reader must know before acting on the plan: where speculation is in it and its gain on this kind of
-    target (dense or a mixture of experts) is stated wrong against public runs (the gain check)."""
-    from simlab.common.errors import InputError
-    from simlab.hardware.specs import get_model
+    target (dense or a mixture of experts) is stated wrong against public runs (the gain check), and that a
+    mixture of experts rests on the MoE calibration (:mod:`simlab.studies.study_warnings`)."""
+    from simlab.studies.study_warnings import gain_caution, is_moe_model, moe_notice
 
-    if not any(parts for parts in (doc.get("arm_moving_parts") or {}).values()):
-        return []
-    try:
-        moe = get_model(doc["model"]).is_moe
-    except InputError:
-        return []
-    target = "moe" if moe else "dense"
-    rows = [r for r in _gain_summary() if r.get("role") == "held out" and r.get("target") == target]
-    if not any(r["median_abs_error"] > WRONG_GAIN_ERROR or r["signs_agree"] < WRONG_GAIN_SIGNS * r["signs_clear"]
-               for r in rows):
-        return []
-    bands = "; ".join(f"{r['users']} user{'s' if str(r['users']) != '1' else ''}: median error "
-                      f"{r['median_abs_error']:.0%}, signs right in {r['signs_agree']} of {r['signs_clear']}"
-                      for r in rows)
-    kind = "a mixture of experts" if moe else "a dense target"
-    return [f"speculation's gain on {kind} is stated wrong against public runs ({bands}; "
-            "hw_profiles/calibration/gain_error.yaml): read what speculation saves in this plan as an upper bound."]
+    moe = is_moe_model(doc["model"])
+    out = [n for n in (moe_notice([doc["model"]]),) if n]
+    if moe is None or not any(parts for parts in (doc.get("arm_moving_parts") or {}).values()):
+        return out
+    return out + [c for c in (gain_caution(moe),) if c]

@@ -13,7 +13,7 @@ import pandas as pd
 
 from simlab.common.errors import InputError
 from simlab.common.outputs import check_out_file, read_manifest, write_file_atomic
-from simlab.studies.html_parts import GainCell, page_html, figure_html, meta_html, table_html
+from simlab.studies.html_parts import GainCell, page_html, figure_html, meta_html, opening_html, table_html
 from simlab.studies.labels import split_label
 
 RUN_COLUMNS = (("output_throughput", "tok/s", "{:,.0f}"), ("output_throughput_per_gpu", "tok/s/GPU", "{:,.0f}"),
@@ -112,11 +112,16 @@ def _sweep_page(folder: Path):
     from simlab.studies.figures import format_value
     from simlab.studies.sweep_data import read_sweep_folder
 
+    from simlab.studies.study_warnings import study_warnings
+    from simlab.studies.sweep_verdict import setting_sentence, sweep_question, sweep_verdict
+
     data = read_sweep_folder(folder)
     doc = data.doc
     images = sweep_plots.figures(data)
     points = len(doc["points"])
-    body = [meta_html(doc.get("command"), doc.get("scenario_file"), doc["scenario_sha256"]),
+    body = [*opening_html(sweep_question(data), setting_sentence(data), sweep_verdict(data),
+                          study_warnings(data.settings, data.arm_kinds)),
+            meta_html(doc.get("command"), doc.get("scenario_file"), doc["scenario_sha256"]),
             f"<p>{points} points × {len(data.arms)} arms; varied: "
             + ", ".join(f"<code>{html.escape(f)}</code>" for f in doc["fields"])
             + f"; load axis <code>{html.escape(data.x)}</code>. {len(data.failed['point'].unique())} points failed."
@@ -162,13 +167,15 @@ def _sweep_page(folder: Path):
 # ---------------------------------------------------------------------------------------------------- whatif
 def _whatif_page(folder: Path):
     from simlab.studies import whatif_plots
+    from simlab.studies.whatif_verdict import whatif_question, whatif_verdict
 
     doc = json.loads((folder / "whatif.json").read_text(encoding="utf-8"))
     probes = pd.read_csv(folder / "probes.csv", dtype={"arm": str}) if (folder / "probes.csv").is_file() \
         else pd.DataFrame()
     images = whatif_plots.figures(doc, probes)
     sla = ", ".join(f"{m} {op} {v:g}" for m, (op, v) in doc["sla"].items())
-    body = [meta_html(doc.get("command"), doc.get("scenario_file"), doc["scenario_sha256"]),
+    body = [*opening_html(whatif_question(doc), doc.get("setting", ""), whatif_verdict(doc), doc.get("warnings", [])),
+            meta_html(doc.get("command"), doc.get("scenario_file"), doc["scenario_sha256"]),
             f"<p>SLA: <code>{html.escape(sla)}</code>; baseline arm <code>{html.escape(doc['baseline'])}</code>.</p>"]
     if "at" in doc:
         at = doc["at"]

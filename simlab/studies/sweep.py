@@ -98,6 +98,7 @@ class SweepOutcome:
     num_skipped: int
     num_failed: int
     errors: dict[str, str]
+    verdict: str = ""  # the sweep's answer in words (sweep.json's ``verdict``)
 
     @property
     def csv(self) -> Path:
@@ -117,6 +118,7 @@ def is_finished(folder: Path) -> bool:
 def sweep_document(sweep: Sweep, command: Optional[str], scenario_file: Optional[str] = None) -> dict:
     """sweep.json: what the sweep is (the scenario, its hash, the varied fields and every point)."""
     from simlab.common.version import __version__
+    from simlab.studies.study_setting import scenario_setting
 
     return {
         "generator": f"simlab {__version__}",
@@ -130,7 +132,8 @@ def sweep_document(sweep: Sweep, command: Optional[str], scenario_file: Optional
         "sla_user_tok_s": list(sweep.block.sla_user_tok_s),
         "arms": list(sweep.arm_labels),
         "arm_kinds": arm_kinds(sweep.points[0].data),
-        "points": [{"id": p.id, "values": p.values} for p in sweep.points],
+        "points": [{"id": p.id, "values": p.values, "setting": scenario_setting(p.data, sweep.file)}
+                   for p in sweep.points],
         "scenario": {**sweep.base, "sweep": sweep.block.model_dump(mode="json", exclude_defaults=True)},
     }
 
@@ -180,12 +183,29 @@ def run_sweep(scenario, out=None, *, executor: str = "local", workers: Optional[
         finally:
             _write_tables(out_dir, state)
             progress.close()
+    verdict = write_verdict(out_dir)
     if report:
         from simlab.studies.report_html import write_report
 
         write_report(out_dir)
     return SweepOutcome(out_dir, sweep, len(todo), len(sweep.points) - len(todo), state.num_failed,
-                        dict(state.errors))
+                        dict(state.errors), verdict)
+
+
+def write_verdict(out_dir: Path) -> str:
+    """Put the sweep's answer (:func:`simlab.studies.sweep_verdict.sweep_verdict`) first in sweep.json, with its
+    question and cautions; returns it."""
+    from simlab.studies.study_warnings import study_warnings
+    from simlab.studies.sweep_data import read_sweep_folder
+    from simlab.studies.sweep_verdict import setting_sentence, sweep_question, sweep_verdict
+
+    data = read_sweep_folder(out_dir)
+    verdict = sweep_verdict(data)
+    doc = {k: v for k, v in data.doc.items() if k not in ("verdict", "question", "setting", "warnings")}
+    head = {"verdict": verdict, "question": sweep_question(data), "setting": setting_sentence(data),
+            "warnings": study_warnings(data.settings, data.arm_kinds)}
+    write_file_atomic(out_dir / "sweep.json", json.dumps({**head, **doc}, indent=2) + "\n")
+    return verdict
 
 
 def _read_previous(out_dir: Path, state: SweepState) -> None:

@@ -10,10 +10,11 @@ from typing import Any, Iterator, Optional
 import pandas as pd
 
 from simlab.common.errors import InputError
-from simlab.studies.figures import format_value, short_field
+from simlab.studies.figures import field_label, format_value, short_field
 from simlab.studies.search import FIND_DEFAULTS
 
 LOAD_FIELDS = tuple(FIND_DEFAULTS) + ("engine.max_num_seqs",)
+RATE_FIELDS = ("workload.time_scale", "workload.rate")
 
 
 @dataclass
@@ -30,6 +31,31 @@ class SweepData:
     facets: list[str]
 
     @property
+    def point_settings(self) -> dict[str, dict]:
+        """Each point's setting (:func:`simlab.studies.study_setting.scenario_setting`), by point id; empty for a
+        sweep.json written before simlab recorded them."""
+        return {p["id"]: p["setting"] for p in self.doc["points"] if p.get("setting")}
+
+    @property
+    def settings(self) -> list[dict]:
+        return list(self.point_settings.values())
+
+    @property
+    def x_is_rate(self) -> bool:
+        """Whether the load axis shows requests/s: the varied field scales an open loop's or a trace's arrivals
+        (``workload.time_scale``: a smaller scale is more load) and every point recorded its arrival rate."""
+        rates = self.point_settings
+        return (self.x in RATE_FIELDS and len(rates) == len(self.doc["points"])
+                and all(s.get("arrival_rate_rps") for s in rates.values()))
+
+    @property
+    def x_label(self) -> str:
+        """The load axis's label, with its unit."""
+        if self.x_is_rate:
+            return f"arrival rate (requests/s; varied: {short_field(self.x)})"
+        return field_label(self.x)
+
+    @property
     def arms(self) -> list[str]:
         return list(self.doc["arms"])
 
@@ -43,6 +69,9 @@ class SweepData:
 
     def x_values(self, frame: pd.DataFrame) -> pd.Series:
         """Positions on the load axis: the values, or their order of appearance for a non-numeric field."""
+        if self.x_is_rate:
+            rates = {pid: s["arrival_rate_rps"] for pid, s in self.point_settings.items()}
+            return frame["point"].map(rates).astype(float)
         if self.x_numeric:
             return frame[self.x].astype(float)
         return frame[self.x].map({v: i for i, v in enumerate(self.x_categories)})
@@ -64,8 +93,21 @@ class SweepData:
             combo = tuple(json.dumps(point["values"][f], sort_keys=True) for f in self.facets)
             combos.setdefault(combo, []).append(point["id"])
         for combo, ids in combos.items():
-            title = ", ".join(f"{short_field(f)}={format_value(json.loads(t))}" for f, t in zip(self.facets, combo))
+            title = facet_title(dict(zip(self.facets, (json.loads(t) for t in combo))))
             yield title, self.table[self.table["point"].isin(ids)]
+
+
+def facet_title(values: dict[str, Any]) -> str:
+    """A panel's title from its facet values: ``bias_logit=0.85, concurrency=32``; a disaggregation's pools as
+    ``prefill:decode 3:5`` (its zipped ``replicas=1`` left out) and no pools as ``co-located, 8 replicas``."""
+    split = "engine.disaggregation"
+    if split in values:
+        pools = values[split]
+        rest = {k: v for k, v in values.items() if k not in (split, "engine.replicas")}
+        head = (f"prefill:decode {format_value(pools).split()[0]}" if pools else
+                f"co-located, {values.get('engine.replicas', '')} replicas".replace(",  replicas", ""))
+        return ", ".join([head, *(f"{short_field(f)}={format_value(v)}" for f, v in rest.items())])
+    return ", ".join(f"{short_field(f)}={format_value(v)}" for f, v in values.items())
 
 
 def read_sweep_folder(folder: str | Path) -> SweepData:

@@ -29,6 +29,7 @@ from simlab.studies.split_whatif import (DEFAULT_HIGH_FACTOR, SPLIT_FIELD, answe
 from simlab.studies.table_csv import csv_text, metric_columns
 from simlab.studies.tasks import ScenarioTask, outcome, run_task
 from simlab.studies.labels import split_label
+from simlab.studies.whatif_verdict import answer_rates, with_verdict
 
 WHATIF_KIND = "whatif"
 RANGE_FACTOR = 64  # without --low/--high: [start / 64, start x 64] (integers from 1)
@@ -200,7 +201,8 @@ def run_whatif(question: WhatIf, out=None, *, executor: str = "local", workers: 
                 probes, answers = _at(question, pool, progress), {}
         finally:
             progress.close()
-    document = whatif_document(question, probes, answers, command)
+    document = with_verdict(whatif_document(question, probes, answers, command), question.data, question.file,
+                            answer_rates(question, answers))
     with staged_dir(out_dir, kind=WHATIF_KIND, command=command) as staging:
         (staging / "whatif.json").write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
         (staging / "probes.csv").write_text(csv_text(*probe_rows(question, probes)), encoding="utf-8")

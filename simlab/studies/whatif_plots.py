@@ -8,7 +8,8 @@ from typing import Optional
 import pandas as pd
 from matplotlib.ticker import MaxNLocator
 
-from simlab.studies.figures import arm_colours, field_label, format_value, metric_label, new_figure, png_bytes
+from simlab.studies.figures import (arm_colours, field_label, format_value, metric_label, new_figure, place_labels,
+                                    png_bytes)
 
 
 def sla_lines(sla: dict) -> list[tuple[str, float, str]]:
@@ -27,6 +28,7 @@ def sla_lines(sla: dict) -> list[tuple[str, float, str]]:
 def pareto_png(doc: dict, probes: pd.DataFrame, colours: dict) -> bytes:
     fig, (ax,) = new_figure(1, width=8.0, height=5.5)
     field = doc["vary"] if "at" not in doc else doc["at"]["field"]
+    labels: list = []
     for arm in doc["arms"]:
         mine = probes[probes["arm"] == arm]
         if mine.empty:
@@ -37,9 +39,8 @@ def pareto_png(doc: dict, probes: pd.DataFrame, colours: dict) -> bytes:
                    color=colour, s=28, label=f"{arm} (filled: meets the SLA)")
         ax.scatter(mine.loc[~meets, "median_user_tok_s"], mine.loc[~meets, "output_throughput_per_gpu"],
                    facecolors="none", edgecolors=colour, s=28)
-        for _, row in mine.iterrows():
-            ax.annotate(format_value(row[field]), (row["median_user_tok_s"], row["output_throughput_per_gpu"]),
-                        textcoords="offset points", xytext=(3, 3), fontsize=6, color=colour)
+        labels += [(row["median_user_tok_s"], row["output_throughput_per_gpu"], format_value(row[field]), colour,
+                    1.0 if row["meets"] else 0.6) for _, row in mine.iterrows()]
         answer = _answer_metrics(doc, arm)
         if answer is not None:
             ax.scatter([answer["median_user_tok_s"]], [answer["output_throughput_per_gpu"]], marker="*", s=180,
@@ -55,8 +56,10 @@ def pareto_png(doc: dict, probes: pd.DataFrame, colours: dict) -> bytes:
                         textcoords="offset points", fontsize=7)
     ax.set_xlabel(metric_label("median_user_tok_s"))
     ax.set_ylabel(metric_label("output_throughput_per_gpu"))
-    ax.set_title(f"every probe (labels: {field}; hollow: misses the SLA; star: each arm's answer)", fontsize=9)
+    ax.set_title(f"every probe (labels: {field}, where they do not overlap; hollow: misses the SLA; star: each "
+                 "arm's answer)", fontsize=9)
     ax.grid(alpha=0.3)
+    place_labels(ax, labels)
     ax.legend(fontsize=7)
     fig.tight_layout()
     return png_bytes(fig)
