@@ -152,8 +152,10 @@ def launch_notes(engine: str, deployment: dict, arm: dict, drafter: Optional[str
         notes.append(f"# NOT SIMULATED: simlab planned this deployment on {simulated}; this is the same deployment in "
                      f"{label}'s flags, whose own scheduling and kernels were not simulated")
     else:
-        notes.append(f"# simulated on {simulated}, with the engine limits below as simlab ran them; the flags are "
-                     f"{label}'s")
+        notes.append(f"# simulated on {simulated}, with the engine limits below as simlab ran them; written for "
+                     f"{label}")
+    notes.append(f"# checked against {label}: the drafter methods it serves (simlab/hardware/engine_releases/); "
+                 "not checked: the flags' spelling at this release")
     method = arm.get("method", "none")
     if not serves(release, method):
         notes.append(f"# NOT IN {label}: it serves the drafters {', '.join(release.methods.value)} "
