@@ -43,7 +43,13 @@ def test_at_equal_cost_no_speculation_is_chosen_and_the_verdict_says_what_specul
     doc, stdout, folder = contract_plans["simplest"]
     best = doc["best"]
     tied = [c for c in doc["candidates"] if c["meets_sla"] and c["usd_per_hour"] == best["usd_per_hour"]]
-    assert {c["arm"] for c in tied} >= {"no-spec", "dspark-adaptive"}  # the tie the rule breaks
+    assert {c["arm"] for c in tied} >= {"no-spec", "eagle3"}  # the tie the rule breaks
+    # vLLM serves no DSpark drafter (engine_releases/vllm.yaml): the arm is in no deployment, and the plan says so
+    assert "dspark-adaptive" not in {c["arm"] for c in doc["candidates"]}
+    assert {f["status"] for f in doc["search"]["families"] if f["arm"] == "dspark-adaptive"} == {"not served"}
+    (caution,) = [w for w in plan_warnings(doc) if "dspark-adaptive" in w]
+    assert caution.startswith("dspark-adaptive is not in this plan: vllm 0.34.0 does not serve dspark")
+    assert "dspark-adaptive is not in this plan" in (folder / "report.html").read_text()  # on the page too
     assert best["arm"] == "no-spec" and best["moving_parts"] == []
     assert doc["prefer"] == "simplest"
     # among the tied, nothing ranked above another has more moving parts
@@ -135,32 +141,47 @@ def test_the_progress_ends_with_what_ran():
 
 
 def test_launch_files_say_what_was_simulated_and_what_to_fill_in(contract_plans):
-    """--prefer fastest chooses dspark-adaptive (no drafter named in the contract's plan): the vLLM file is the
-    release simulated, which serves no DSpark drafter (its methods in engine_releases/vllm.yaml), so it says so and
-    leaves speculation out; the SGLang file is the newest SGLang release, says it was not simulated, what to fill in
-    and that the engine has no flag for the adaptive scheduler; DSpark gets no EAGLE tree flag; SGLang chunks as the
-    simulation did."""
-    from simlab.hardware.releases import get_release, known_versions
+    """--prefer fastest chooses eagle3 (no drafter named in the contract's plan): the vLLM file is the release
+    simulated, with the drafter to fill in; the SGLang file is the newest SGLang release, says it was not simulated,
+    and takes EAGLE's topk flag; SGLang chunks as the simulation did."""
+    from simlab.hardware.releases import known_versions
 
     doc, _, folder = contract_plans["fastest"]
-    assert doc["best"]["arm"] == "dspark-adaptive"
+    assert doc["best"]["arm"] == "eagle3"
     vllm = (folder / "launch_vllm.sh").read_text()
     sglang = (folder / "launch_sglang.sh").read_text()
     assert vllm.startswith("vllm serve")
     release = doc["best"]["metrics"]["engine"]["stack_version"]
-    assert release.startswith("vllm ") and "dspark" not in get_release("vllm", release.split()[1]).methods.value
-    assert f"# simulated on {release}" in vllm and "NOT SIMULATED" not in vllm
-    assert f"# NOT IN {release}: it serves the drafters" in vllm
-    assert "--speculative-config" not in vllm and "<dspark drafter" not in vllm
+    assert f"# simulated on {release}" in vllm and "NOT SIMULATED" not in vllm and "NOT IN" not in vllm
+    assert '"method":"eagle3"' in vllm and "# FILL IN: <eagle3 drafter for Qwen/Qwen3-8B>" in vllm
     newest = f"sglang {known_versions('sglang')[-1]}"
     assert f"# NOT SIMULATED: simlab planned this deployment on {release}; this is the same deployment in {newest}" \
         in sglang
-    assert "# FILL IN: <dspark drafter for Qwen/Qwen3-8B>" in sglang
-    assert f"simlab credited the adaptive scheduler; {newest} has no flag for it" in sglang
-    assert "--speculative-eagle-topk" not in sglang
+    assert "# FILL IN: <eagle3 drafter for Qwen/Qwen3-8B>" in sglang and "--speculative-eagle-topk 1" in sglang
     engine = doc["best"]["metrics"]["engine"]
     chunk = engine.get("prefill_chunk_tokens") or engine["max_batch_tokens"]
     assert f"--chunked-prefill-size {chunk} " in sglang
+
+
+def test_a_launch_file_for_a_release_without_the_drafter_says_so_and_serves_without_it():
+    """A DSpark deployment planned on SGLang 0.5.23: its vLLM file (the newest vLLM, which serves no DSpark
+    drafter) says so and leaves speculation out; the SGLang file has no EAGLE tree flag and says the engine has no
+    flag for the adaptive scheduler."""
+    from simlab.hardware.releases import get_release
+    from simlab.studies.launch import launch_notes, sglang_command, vllm_command
+
+    deployment = {"stack": "sglang", "replicas": 2, "metrics": {"engine": {"stack_version": "sglang 0.5.23"}}}
+    arm = {"method": "dspark", "gamma": 7, "scheduler": {"kind": "adaptive"}}
+    hardware = {"tensor_parallel": 1, "precision": "bf16"}
+    vllm_notes = launch_notes("vllm", deployment, arm, None, "Qwen/Qwen3-8B")
+    newest = get_release("vllm", None)
+    assert any(n.startswith(f"# NOT IN {newest.label}: it serves the drafters") for n in vllm_notes)
+    assert "--speculative-config" not in vllm_command(hardware, arm, {}, "Qwen/Qwen3-8B", None, None, newest)
+    sglang_notes = launch_notes("sglang", deployment, arm, None, "Qwen/Qwen3-8B")
+    assert "# simulated on sglang 0.5.23" in sglang_notes[0]
+    assert any("adaptive scheduler; sglang 0.5.23 has no flag for it" in n for n in sglang_notes)
+    command = sglang_command(hardware, arm, {}, "Qwen/Qwen3-8B", None, None, get_release("sglang", "0.5.23"))
+    assert "--speculative-algorithm DSPARK" in command and "--speculative-eagle-topk" not in command
 
 
 @pytest.mark.parametrize("plan", sorted(p.name for p in (REPO / "reports" / "plan").iterdir() if p.is_dir()))

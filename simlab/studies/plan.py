@@ -58,6 +58,10 @@ def run_plan(plan_file: str | Path, out=None, *, executor: str = "local", worker
     load = plan_load(spec)
     layouts, skipped = enumerate_layouts(spec, load)
     families = build_families(spec, layouts, load)
+    if all(f.unserved for f in families):
+        raise InputError(f"no release of plan.stack serves these drafters ({families[0].unserved})",
+                         file=str(spec.file), field="arms", value=", ".join(a.label for a in spec.arms),
+                         valid="an arm with method none, or a plan.stack whose release serves the drafter")
     out_dir = check_out_dir(Path(out) if out is not None else Path("results") / f"{spec.name}-plan", kind=PLAN_KIND,
                             inputs=[spec.file], resume=True)
     progress = progress or StudyProgress()

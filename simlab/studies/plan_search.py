@@ -42,7 +42,7 @@ def deployment_result(result: dict) -> dict:
 class FamilyOutcome:
     """How a family's search ended: ``answer`` (fewest replicas meeting the SLA) or why not."""
 
-    status: str  # "answer", "dearer", "misses", "infeasible", "not reached"
+    status: str  # "answer", "dearer", "misses", "infeasible", "not served", "not reached"
     answer: Optional[int] = None
     reason: str = ""
     dearer_from: Optional[int] = None  # the fewest replicas answered "dearer" without running
@@ -83,7 +83,9 @@ class PlanSearch:
         outcomes: dict[int, FamilyOutcome] = {}
         order = []
         for f in self.families:
-            if f.infeasible and not self.exhaustive:
+            if f.unserved:  # the release the plan simulates does not run this drafter: never a deployment
+                outcomes[f.index] = FamilyOutcome("not served", reason=f.unserved)
+            elif f.infeasible and not self.exhaustive:
                 outcomes[f.index] = FamilyOutcome("infeasible", reason=f.infeasible)
             else:
                 order.append(f)

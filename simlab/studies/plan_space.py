@@ -177,6 +177,7 @@ class Family:
     min_step_s: float
     tokens_per_step: int
     infeasible: Optional[str] = None
+    unserved: Optional[str] = None  # why the layout's engine release cannot run the arm's drafter
     extra: dict = field(default_factory=dict)
 
     @property
@@ -247,8 +248,20 @@ def build_families(spec: PlanSpec, layouts: list[Layout], load: Load) -> list[Fa
                 minimum = MIN_SPLIT_REPLICAS if split else 1
                 start = capacity_start(cost, layout, load, engine, max_units, minimum)
                 families.append(Family(len(families), layout, arm_index, split, max_units, start, step_s, tokens,
-                                       infeasible(spec, step_s, tokens)))
+                                       infeasible(spec, step_s, tokens), unserved(cost, arm.arm)))
     return families
+
+
+def unserved(cost, arm: dict) -> Optional[str]:
+    """Why the engine release a layout simulates cannot run ``arm``'s drafter (its recorded methods lack it), or
+    None: a plan never deploys what its launch file could not start."""
+    release = cost.release
+    if arm["method"] == "none" or release is None or release.methods is None:
+        return None
+    if arm["method"] in release.methods.value:
+        return None
+    return (f"{release.label} does not serve {arm['method']} (it serves {', '.join(release.methods.value)}; "
+            f"simlab/hardware/engine_releases/{release.stack}.yaml)")
 
 
 def deployment_scenario(spec: PlanSpec, family: Family, value: Any) -> dict:

@@ -130,7 +130,21 @@ def plan_warnings(doc: dict) -> list[str]:
     from simlab.studies.study_warnings import gain_caution, is_moe_model, moe_notice
 
     moe = is_moe_model(doc["model"])
-    out = [n for n in (moe_notice([doc["model"]]),) if n]
+    out = [n for n in (moe_notice([doc["model"]]),) if n] + unserved_warnings(doc)
     if moe is None or not any(parts for parts in (doc.get("arm_moving_parts") or {}).values()):
         return out
     return out + [c for c in (gain_caution(moe),) if c]
+
+
+def unserved_warnings(doc: dict) -> list[str]:
+    """An arm the plan could deploy on none of its layouts: the release each stack simulates does not run its
+    drafter (the families' "not served" reasons), so the answer leaves it out."""
+    families = (doc.get("search") or {}).get("families") or []
+    planned = {f["arm"] for f in families if f["status"] != "not served"}
+    reasons: dict[str, str] = {}
+    for f in families:
+        if f["status"] == "not served" and f["arm"] not in planned:
+            reasons.setdefault(f["arm"], f["reason"])
+    return [f"{arm} is not in this plan: {why}. A plan.stack whose release serves it plans it."
+            for arm, why in reasons.items()]
+
