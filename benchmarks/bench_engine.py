@@ -5,6 +5,7 @@
 
 throughput  the dspark hardware_aware arm at 128 concurrent requests (closed loop), gamma 7: output tokens
             simulated per wall-second of the arm (target: >= 1,000,000 on one core)
+operations  the same on kind: operations (the operation model's table; issue 47's target: >= 1,500,000)
 azure       the Azure 2023 conversation trace (19,366 requests) at its recorded rate, every quickstart arm
             (target: <= 10 s per arm)
 memory      1,000,000 requests through `simlab run` (two arms, results written): peak resident memory
@@ -44,7 +45,7 @@ def _simulate(data: dict, jobs: int = 1) -> list:
         return simulate_all(built, jobs=jobs)
 
 
-def throughput() -> dict:
+def throughput(hardware=PROFILE) -> dict:
     data = {
         "name": "bench-throughput",
         "seed": 1,
@@ -52,7 +53,7 @@ def throughput() -> dict:
                      "prompt_tokens": {"dist": "uniform", "low": 256, "high": 2048},
                      "output_tokens": {"dist": "uniform", "low": 128, "high": 512},
                      "domains": {"math": 0.3, "code": 0.3, "chat": 0.4}},
-        "hardware": PROFILE,
+        "hardware": hardware,
         "engine": {"max_num_seqs": 256, "max_batch_tokens": 8192},
         "acceptance": PRESET,
         "arms": [{"name": "dspark-hw", "method": "dspark", "gamma": 7, "scheduler": {"kind": "hardware_aware"}}],
@@ -68,6 +69,11 @@ def throughput() -> dict:
         "engine_steps": m["num_steps"],
         "tokens_per_round": round(m["spec_decode_acceptance_length"], 3),
     }
+
+
+def operations() -> dict:
+    """The throughput case on ``kind: operations`` (the model's operations tabulated for the engine)."""
+    return throughput({"kind": "operations", "gpu": "h100-sxm", "model": "qwen3-8b"})
 
 
 def azure() -> dict:
@@ -172,7 +178,7 @@ def disaggregation() -> dict:
     return rows
 
 
-BENCHMARKS = {"throughput": throughput, "azure": azure, "memory": memory, "matrix": matrix,
+BENCHMARKS = {"throughput": throughput, "operations": operations, "azure": azure, "memory": memory, "matrix": matrix,
               "disaggregation": disaggregation}
 
 
