@@ -5,9 +5,9 @@ so that the compiled engine path runs unchanged (docs/operations.md).
 A verify cell at B batch tokens and C total context tokens is the GPU time of B decode sequences of C / B tokens
 each, plus ``step_overhead_s`` and ``request_overhead_s`` x B. A prefill chunk is priced as part of the forward it
 joins: the token operations (GEMMs, elementwise kernels) at M = the step's decode + chunk tokens less those at M =
-its decode tokens, plus its causal attention's pairs (a pure prefill step carries ``step_overhead_s`` too). The drafter
-curves and the KV capacity are the calibrated roofline's for the same GPU, model, TP, precision
-and ``stack`` (simlab.hardware.roofline_tables), as for ``kind: aiconfigurator``.
+its decode tokens, plus its causal attention's pairs (a pure prefill step carries ``step_overhead_s`` too). The drafters
+are operations too (simlab.hardware.drafter_operations), with the calibrated roofline's host times; the KV capacity
+is the roofline's for the same GPU, model, TP, precision and ``stack`` (simlab.hardware.roofline_tables).
 
 The engine's own time left out of the scenario is the stack's (:func:`engine_time`): a time a step and a time a
 request fitted on the stack's public runs at low load as what the operations' GPU time does not explain
@@ -42,7 +42,8 @@ def table_config(cfg: OperationsHardware, file: Optional[str] = None) -> TableHa
     """The ``kind: table`` config the operation model gives for ``cfg`` (cached per process)."""
     from simlab.hardware.kernel_curves import load_curves, measured_families
     from simlab.hardware.operations import decode_operations, forward_token_operations, prefill_pair_s, price
-    from simlab.hardware.roofline_tables import drafter_curves, kv_tokens, roofline_for
+    from simlab.hardware.drafter_operations import drafter_curves
+    from simlab.hardware.roofline_tables import kv_tokens, roofline_for
     from simlab.hardware.specs import file_label, get_gpu, get_model, gpu_reference
 
     gpu = get_gpu(cfg.gpu, file=file, field="hardware.gpu")
@@ -78,14 +79,15 @@ def table_config(cfg: OperationsHardware, file: Optional[str] = None) -> TableHa
         prefill={"batch_tokens": list(PREFILL_TOKENS), "step_s": forward_s, "attention_pair_s": pair_s,
                  "window_pair_s": window_pair_s if window else 0.0, "window_tokens": window},
         kv_cache_tokens=kv_tokens(roofline),
-        draft=drafter_curves(roofline),
+        draft={} if roofline is None else drafter_curves(model, curves, roofline.params, tp, cfg.precision),
         provenance={"source": "the model's operations priced by kernel curves", "curves": curves.source,
                     "priced_by": measured_families(curves, cfg.precision),
                     "engine_overhead": {"step_overhead_s": step_s, "request_overhead_s": request_s,
                                         "from": "the scenario" if given else
                                         {"stack": cfg.stack if cfg.stack in ("vllm", "sglang", "trtllm") else "vllm",
                                          "fitted_on": list(fitted["fitted_on"])}},
-                    "drafter": "the roofline's drafter costs (same GPU, model, TP and stack)",
+                    "drafter": "the drafters' forwards as the target's layer operations (simlab.hardware."
+                                "drafter_operations), with the roofline's host times per forward and round",
                     "kv_cache_tokens": "the roofline's",
                     "kv_roofline": None if roofline is None else {
                         k: v for k, v in roofline.describe().items()

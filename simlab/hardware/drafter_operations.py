@@ -1,0 +1,68 @@
+"""Drafters as operations: each method's forwards built from the target's own layer operations
+(simlab.hardware.operations) and priced by the same kernel curves, tabulated as a table's draft curves
+(docs/operations.md, "Drafters").
+
+A drafter layer is one of the target's layers, its mean over the target's layers at no context (a mixture of
+experts' MTP layer reads the experts its tokens select; a DFlash/DSpark layer is target-shaped), with the pieces
+each method adds as GEMMs (the shapes of simlab.hardware.drafters, DOMAIN.md section 2):
+
+- EAGLE-3 step over R requests: a layer whose q/k/v also read the hidden state (2h wide input), a 32k-vocabulary
+  LM head, sampling; once a round an fc fusing three target layers' hidden states (3h -> h);
+- MTP step: an eh-projection (2h -> h), a layer, the full LM head, sampling;
+- DFlash block over R x gamma tokens: ``draft_layers`` layers, an fc fusing five target layers (5h -> h), the full
+  LM head over every block token, sampling; DSpark adds gamma head steps over R rows (a rank-256 projection to the
+  vocabulary and sampling).
+
+The engine's host time per drafter forward and per speculative round are the calibrated roofline's for the same
+GPU, stack and model (``draft_forward_overhead_s``, ``spec_round_overhead_s``). A table's draft curves read no
+context, so the drafter's attention over its context is left out here, as in the tables built from the roofline.
+"""
+
+from __future__ import annotations
+
+from simlab.hardware.drafters import DFLASH_FUSED_LAYERS, DSPARK_HEAD_RANK, EAGLE3_FUSED_LAYERS
+from simlab.hardware.model_shape import BF16_BYTES, ModelConfig
+from simlab.hardware.operations import Operation, decode_operations, price
+
+DRAFT_BATCH_TOKENS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
+
+
+def _gemm_s(curves, m: int, n: float, k: float) -> float:
+    op = Operation("gemm", "drafter", 1, 2.0 * m * n * k, BF16_BYTES * (n * k + m * k + m * n), m)
+    return curves.seconds(op)
+
+
+def _sampler_s(curves, tokens: int, vocab: float) -> float:
+    return curves.seconds(Operation("sampler", "sampler", 1, 0.0, 16.0 * tokens * vocab))
+
+
+def layer_s(model: ModelConfig, curves, tokens: int, tensor_parallel: int, precision: str) -> float:
+    """One of the target's layers over ``tokens`` tokens at no context: its operations less the LM head and the
+    sampler, over its layers."""
+    parts = price(decode_operations(model, num_requests=tokens, context_per_request=0.0,
+                                    tensor_parallel=tensor_parallel, precision=precision), curves)
+    return (parts["total"] - parts["lm_head"] - parts["sampler"]) / model.num_layers
+
+
+def drafter_curves(model: ModelConfig, curves, params, tensor_parallel: int = 1, precision: str = "bf16") -> dict:
+    """A table's draft curves (``autoregressive``, ``autoregressive_round``, ``parallel``, ``sequential_head``) for
+    ``model`` from its operations; ``params`` the roofline parameters holding the host times, ``draft_layers`` and
+    ``eagle3_draft_vocab``."""
+    tp, h = tensor_parallel, model.hidden_size
+    vocab = model.vocab_size / tp
+    qkv_width = (model.num_heads + 2 * model.num_kv_heads) * model.head_dim / tp
+    host, round_host = float(params.draft_forward_overhead_s), float(params.spec_round_overhead_s)
+    draft_vocab = params.eagle3_draft_vocab / tp
+    points = list(DRAFT_BATCH_TOKENS)
+    auto, fuse, block, head = [], [], [], []
+    for m in points:
+        layer = layer_s(model, curves, m, tp, precision)
+        auto.append(layer + _gemm_s(curves, m, qkv_width, h) + _gemm_s(curves, m, draft_vocab, h)
+                    + _sampler_s(curves, m, draft_vocab) + host)
+        fuse.append(_gemm_s(curves, m, h, EAGLE3_FUSED_LAYERS * h) + round_host)
+        block.append(params.draft_layers * layer + _gemm_s(curves, m, h, DFLASH_FUSED_LAYERS * h)
+                     + _gemm_s(curves, m, vocab, h) + _sampler_s(curves, m, vocab) + host + round_host)
+        head.append(_gemm_s(curves, m, vocab, DSPARK_HEAD_RANK) + _sampler_s(curves, m, vocab))
+    return {name: {"batch_tokens": points, "step_s": curve}
+            for name, curve in (("autoregressive", auto), ("autoregressive_round", fuse), ("parallel", block),
+                                ("sequential_head", head))}
