@@ -61,3 +61,20 @@ def test_kind_operations_drafters_are_operations_near_the_rooflines():
     moe = build_cost_model(OperationsHardware(kind="operations", gpu="h100-sxm", model="qwen3-30b-a3b"),
                            base_dir=Path("."), file=None)
     assert moe.draft_s("dflash", 7, 64) > moe.draft_s("dflash", 7, 1)
+
+
+def test_the_weakly_specified_runs_say_what_their_sources_leave_out():
+    """hw_profiles/calibration/weak_engine_runs.csv: every row names its source and locator and what is unstated,
+    on a model and GPU simlab knows (docs/operations.md replays them under every reading)."""
+    import pandas as pd
+
+    from simlab.hardware.specs import get_gpu
+
+    runs = pd.read_csv(Path(__file__).resolve().parents[1] / "hw_profiles" / "calibration"
+                       / "weak_engine_runs.csv", comment="#")
+    assert len(runs) == 6 and runs.concurrency.between(16, 127).all()
+    for row in runs.itertuples():
+        assert row.unstated and row.url.startswith("https://") and row.locator
+        get_model(row.model)
+        for gpu in ("a100-40g", "a100-80g") if row.gpu == "a100" else (row.gpu,):
+            get_gpu(gpu)
