@@ -216,7 +216,8 @@ def recheck_probe(item: Study, repo: Path) -> list[str]:
     """Simulate the first committed probe of a what-if again (its arm alone) and compare its row exactly."""
     from simlab.studies.table_csv import csv_text
     from simlab.studies.tasks import ScenarioTask, run_task
-    from simlab.studies.whatif import Probe, prepare_whatif, probe_rows
+    from simlab.studies.whatif import Probe, prepare_whatif
+    from simlab.studies.whatif_document import probe_rows
 
     folder = repo / "reports" / item.name
     header, rows = _read_csv(folder / "probes.csv")
