@@ -50,10 +50,7 @@ def main() -> int:
                 or model.compressed is not None or (record.expert_parallel or 1) > 1
                 or not curves_file(record.gpu).is_file() or record.mean_tpot_ms is None):
             continue
-        operations = {"kind": "operations", "gpu": record.gpu, "model": record.model,
-                      "tensor_parallel": record.tensor_parallel, "precision": record.precision,
-                      "stack": record.engine}
-        ops, roofline = simulate_record(record, operations), simulate_record(record)
+        ops, roofline = simulate_record(record, record.operations_hardware()), simulate_record(record)
         role = "fitted" if record.id in engine_fitted else "held out"
         role += ", MoE" if model.is_moe else ", hybrid" if model.hybrid is not None else ""
         errors = {f"{name}_{metric}": abs(result[metric] / measured - 1.0)
@@ -91,9 +88,8 @@ def gain_rows():
     from simlab.calibration.profile_check import fitted_ids, load_records, simulate_record
 
     def on_operations(record) -> float:
-        hardware = {"kind": "operations", "gpu": record.gpu, "model": record.model,
-                    "tensor_parallel": record.tensor_parallel, "stack": record.engine,
-                    "precision": record.precision if record.precision in ("bf16", "fp8") else "bf16"}
+        hardware = record.operations_hardware(
+            precision=record.precision if record.precision in ("bf16", "fp8") else "bf16")
         if isinstance(record, LoadRecord):
             scenario = {**load_scenario(record), "hardware": hardware}
             return float(next(iter(run_scenario(scenario, plot=False).arms.values()))["output_throughput"])

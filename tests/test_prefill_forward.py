@@ -197,3 +197,14 @@ def test_a_drafter_on_kind_operations_takes_its_kv_from_the_target_as_on_the_roo
     for method in ("eagle3", "dspark", "none"):
         assert ops.draft_kv_bytes_per_token(method) == roofline.draft_kv_bytes_per_token(method)
     assert ops.draft_kv_bytes_per_token("eagle3") == 2 * 8 * 128 * 2  # one layer's K and V a token
+
+
+def test_a_linear_tail_reads_the_same_point_by_point_and_as_an_array():
+    import numpy as np
+
+    from simlab.hardware.curves import LinearTail
+
+    tail = LinearTail([1, 100, 1000], [0.001, 0.002, 0.011])
+    xs = np.array([0.5, 1.0, 50.0, 100.0, 550.0, 1000.0, 1900.0, 5000.0])
+    assert tail(xs) == pytest.approx([tail.at(float(x)) for x in xs], rel=1e-12)
+    assert tail.at(1900.0) == pytest.approx(0.02, rel=1e-12) and tail.at(0.5) == 0.001

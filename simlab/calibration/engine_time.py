@@ -33,9 +33,7 @@ REQUEST_S_FROM = "vllm"  # a stack fitted at one concurrency takes the time a re
 
 
 def _replayed_tpot_ms(record, request_s: float) -> float:
-    hardware = {"kind": "operations", "gpu": record.gpu, "model": record.model,
-                "tensor_parallel": record.tensor_parallel, "precision": record.precision, "stack": record.engine,
-                "step_overhead_s": 0.0, "request_overhead_s": request_s}
+    hardware = record.operations_hardware(step_overhead_s=0.0, request_overhead_s=request_s)
     return simulate_record(record, hardware)["mean_tpot_ms"]
 
 

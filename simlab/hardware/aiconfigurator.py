@@ -14,7 +14,7 @@ from typing import Optional
 
 from simlab.common.errors import InputError
 from simlab.config.hardware import AicHardware, TableHardware
-from simlab.hardware.roofline_tables import drafter_curves, roofline_for
+from simlab.hardware.roofline_tables import drafter_curves, kv_source, roofline_for
 from simlab.hardware.roofline_tables import kv_tokens as roofline_kv_tokens
 from simlab.hardware.table import TableCostModel
 
@@ -76,9 +76,7 @@ def table_config(cfg: AicHardware, file: Optional[str] = None) -> TableHardware:
             "source": "aiconfigurator-core silicon database",
             "drafter": "the roofline's drafter costs (the database has no drafter)",
             "kv_cache_tokens": "the roofline's for the same GPU, model and tensor parallelism",
-            "kv_roofline": None if roofline is None else {
-                k: v for k, v in roofline.describe().items()
-                if k in ("kind", "gpu", "model", "tensor_parallel", "parameters")},
+            "kv_roofline": kv_source(roofline),
             "cell": "decode_step_latency(B, C // B, 2) ms / 1e3",
         },
     )

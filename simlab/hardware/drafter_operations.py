@@ -21,19 +21,19 @@ context, so the drafter's attention over its context is left out here, as in the
 from __future__ import annotations
 
 from simlab.hardware.drafters import DFLASH_FUSED_LAYERS, DSPARK_HEAD_RANK, EAGLE3_FUSED_LAYERS
-from simlab.hardware.model_shape import BF16_BYTES, ModelConfig
-from simlab.hardware.operations import Operation, decode_operations, price
+from simlab.hardware.model_shape import ModelConfig
+from simlab.hardware.operations import decode_operations, gemm, price, sampler
 
 DRAFT_BATCH_TOKENS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
 
 
 def _gemm_s(curves, m: int, n: float, k: float) -> float:
-    op = Operation("gemm", "drafter", 1, 2.0 * m * n * k, BF16_BYTES * (n * k + m * k + m * n), m)
-    return curves.seconds(op)
+    """One bf16 GEMM of a drafter (its checkpoints are bf16)."""
+    return curves.seconds(gemm("drafter", m, n, k, 1))
 
 
 def _sampler_s(curves, tokens: int, vocab: float) -> float:
-    return curves.seconds(Operation("sampler", "sampler", 1, 0.0, 16.0 * tokens * vocab))
+    return curves.seconds(sampler(tokens, vocab))
 
 
 def layer_s(model: ModelConfig, curves, tokens: int, tensor_parallel: int, precision: str) -> float:

@@ -33,10 +33,15 @@ class Operation:
     dtype: str = "bf16"  # a GEMM's weights and activations: bf16 or fp8 (priced on its own curve)
 
 
-def _gemm(name: str, m: int, n: float, k: float, count: int, dtype: str = "bf16") -> Operation:
+def gemm(name: str, m: int, n: float, k: float, count: int, dtype: str = "bf16") -> Operation:
     """A GEMM of weights N x K on M tokens: weights and input in ``dtype`` (fp8: one byte each), output bf16."""
     element = 1.0 if dtype == "fp8" else BF16_BYTES
     return Operation("gemm", name, count, 2.0 * m * n * k, element * (n * k + m * k) + BF16_BYTES * m * n, m, dtype)
+
+
+def sampler(tokens: int, vocab: float) -> Operation:
+    """Sampling over ``tokens`` rows of ``vocab`` logits (16 bytes a logit: read, softmax, top-k, write)."""
+    return Operation("sampler", "sampler", 1, 0.0, 16.0 * tokens * vocab)
 
 
 def decode_operations(model: ModelConfig, *, num_requests: int, queries_per_request: int = 1,
@@ -60,8 +65,8 @@ def decode_operations(model: ModelConfig, *, num_requests: int, queries_per_requ
     if model.is_mla:
         ops = _mla_operations(model, num_requests, tokens, context_per_request, tp, dtype)
     else:
-        ops = [_gemm("qkv_proj", tokens, (heads + 2 * kv_heads) * head_dim, hidden, attention_layers, dtype),
-               _gemm("o_proj", tokens, hidden, heads * head_dim, attention_layers, dtype)]
+        ops = [gemm("qkv_proj", tokens, (heads + 2 * kv_heads) * head_dim, hidden, attention_layers, dtype),
+               gemm("o_proj", tokens, hidden, heads * head_dim, attention_layers, dtype)]
     entry = 2 * kv_heads * head_dim * BF16_BYTES  # one token's K and V in one layer
     pair_flops = 4 * heads * head_dim
     if full and not model.is_mla:
@@ -76,13 +81,13 @@ def decode_operations(model: ModelConfig, *, num_requests: int, queries_per_requ
         layers = hybrid.num_state_layers
         state = hybrid.state_bytes / layers / tp
         non_attention = model.attention_params - attention_layers * model.attention_params_per_layer
-        ops.append(_gemm("state_layer_proj", tokens, non_attention / layers / hidden / tp, hidden, layers, dtype))
+        ops.append(gemm("state_layer_proj", tokens, non_attention / layers / hidden / tp, hidden, layers, dtype))
         ops.append(Operation("state", "state_update", layers, hybrid.state_flops_per_token / layers / tp * tokens,
                              state * (num_requests + tokens)))
     dense_layers = model.num_dense_layers if model.is_moe else model.num_layers
     if dense_layers:
-        ops += [_gemm("gate_up_proj", tokens, 2 * model.intermediate_size / tp, hidden, dense_layers, dtype),
-                _gemm("down_proj", tokens, hidden, model.intermediate_size / tp, dense_layers, dtype)]
+        ops += [gemm("gate_up_proj", tokens, 2 * model.intermediate_size / tp, hidden, dense_layers, dtype),
+                gemm("down_proj", tokens, hidden, model.intermediate_size / tp, dense_layers, dtype)]
     if model.is_moe:
         ops += _moe_operations(model, tokens, tp, dtype)
     if tp > 1:
@@ -90,8 +95,8 @@ def decode_operations(model: ModelConfig, *, num_requests: int, queries_per_requ
     ops.append(Operation("elementwise", "norms_rope_activation", model.num_layers, 0.0,
                          BF16_BYTES * tokens * (8 * hidden + 2 * (heads + kv_heads) * head_dim
                                                 + 3 * model.active_intermediate_size / tp)))
-    ops.append(_gemm("lm_head", tokens, model.vocab_size / tp, hidden, 1))
-    ops.append(Operation("sampler", "sampler", 1, 0.0, 16.0 * tokens * model.vocab_size))
+    ops.append(gemm("lm_head", tokens, model.vocab_size / tp, hidden, 1))
+    ops.append(sampler(tokens, model.vocab_size))
     return ops
 
 
@@ -136,7 +141,7 @@ def prefill_operations(model: ModelConfig, *, prompt_tokens: int, tensor_paralle
         window = min(prompt_tokens, model.hybrid.window_tokens)
         ops.append(Operation("prefill_attention", "prefill_window_attention", model.hybrid.num_window_layers,
                              pair_flops * prompt_tokens * window, 0.0))
-    ops.append(_gemm("lm_head", 1, model.vocab_size / tensor_parallel, model.hidden_size, 1))
+    ops.append(gemm("lm_head", 1, model.vocab_size / tensor_parallel, model.hidden_size, 1))
     return ops
 
 
@@ -150,14 +155,14 @@ def _mla_operations(model: ModelConfig, num_requests: int, tokens: int, context_
     hidden, layers, heads = model.hidden_size, model.num_kv_layers, model.num_heads / tp
     latent, rope, nope = model.kv_lora_rank, model.qk_rope_head_dim, model.head_dim
     if model.q_lora_rank:
-        ops = [_gemm("q_a_proj", tokens, model.q_lora_rank, hidden, layers, dtype),
-               _gemm("q_b_proj", tokens, heads * (nope + rope), model.q_lora_rank, layers, dtype)]
+        ops = [gemm("q_a_proj", tokens, model.q_lora_rank, hidden, layers, dtype),
+               gemm("q_b_proj", tokens, heads * (nope + rope), model.q_lora_rank, layers, dtype)]
     else:
-        ops = [_gemm("q_proj", tokens, heads * (nope + rope), hidden, layers, dtype)]
-    ops += [_gemm("kv_a_proj", tokens, latent + rope, hidden, layers, dtype),
-            _gemm("w_uk_absorb", tokens, heads * latent, nope, layers),
-            _gemm("w_uv_absorb", tokens, heads * model.v_head_dim, latent, layers),
-            _gemm("o_proj", tokens, hidden, heads * model.v_head_dim, layers, dtype)]
+        ops = [gemm("q_proj", tokens, heads * (nope + rope), hidden, layers, dtype)]
+    ops += [gemm("kv_a_proj", tokens, latent + rope, hidden, layers, dtype),
+            gemm("w_uk_absorb", tokens, heads * latent, nope, layers),
+            gemm("w_uv_absorb", tokens, heads * model.v_head_dim, latent, layers),
+            gemm("o_proj", tokens, hidden, heads * model.v_head_dim, layers, dtype)]
     pairs = tokens * context_per_request
     ops.append(Operation("attention", "mla_attention", layers, model.attention_flops_per_pair / tp * pairs,
                          (latent + rope) * BF16_BYTES * num_requests * context_per_request))
@@ -173,11 +178,11 @@ def _moe_operations(model: ModelConfig, tokens: int, tp: int, dtype: str = "bf16
     hidden, width, layers = model.hidden_size, model.moe_intermediate_size, model.num_moe_layers
     touched = float(expected_experts(tokens, model.num_experts, model.experts_per_token))
     per_expert = max(1, round(tokens * model.experts_per_token / touched))
-    ops = [_gemm("router", tokens, model.num_experts, hidden, layers)]  # the router stays bf16
+    ops = [gemm("router", tokens, model.num_experts, hidden, layers)]  # the router stays bf16
     if model.num_shared_experts:
         shared = model.num_shared_experts * width / tp
-        ops += [_gemm("shared_gate_up", tokens, 2 * shared, hidden, layers, dtype),
-                _gemm("shared_down", tokens, hidden, shared, layers, dtype)]
+        ops += [gemm("shared_gate_up", tokens, 2 * shared, hidden, layers, dtype),
+                gemm("shared_down", tokens, hidden, shared, layers, dtype)]
     element = 1.0 if dtype == "fp8" else BF16_BYTES
     weights = touched * 3.0 * hidden * width / tp * element
     activations = BF16_BYTES * tokens * hidden * (1.0 + model.experts_per_token)  # in, and each choice's output

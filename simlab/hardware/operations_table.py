@@ -32,9 +32,11 @@ ENGINE_TIME_FILE = shipped_dir("hw_profiles") / "calibration" / "engine_time.yam
 
 
 def engine_time(stack: str) -> dict:
-    """The stack's fitted engine time: ``step_overhead_s``, ``request_overhead_s`` and the runs it was fitted on."""
+    """The stack's fitted engine time: ``step_overhead_s``, ``request_overhead_s``, the runs it was fitted on and
+    the ``stack`` whose fit it is (vLLM's for a stack without one: ``eager``)."""
     stacks = read_yaml(ENGINE_TIME_FILE, what="engine time file")["stacks"]
-    return stacks.get(stack) or stacks["vllm"]
+    fitted = stack if stack in stacks else "vllm"
+    return {**stacks[fitted], "stack": fitted}
 
 
 @lru_cache(maxsize=16)
@@ -43,7 +45,7 @@ def table_config(cfg: OperationsHardware, file: Optional[str] = None) -> TableHa
     from simlab.hardware.kernel_curves import load_curves, measured_families
     from simlab.hardware.operations import decode_operations, forward_token_operations, prefill_pair_s, price
     from simlab.hardware.drafter_operations import drafter_curves
-    from simlab.hardware.roofline_tables import kv_tokens, roofline_for
+    from simlab.hardware.roofline_tables import kv_source, kv_tokens, roofline_for
     from simlab.hardware.specs import file_label, get_gpu, get_model, gpu_reference
 
     gpu = get_gpu(cfg.gpu, file=file, field="hardware.gpu")
@@ -84,14 +86,11 @@ def table_config(cfg: OperationsHardware, file: Optional[str] = None) -> TableHa
                     "priced_by": measured_families(curves, cfg.precision),
                     "engine_overhead": {"step_overhead_s": step_s, "request_overhead_s": request_s,
                                         "from": "the scenario" if given else
-                                        {"stack": cfg.stack if cfg.stack in ("vllm", "sglang", "trtllm") else "vllm",
-                                         "fitted_on": list(fitted["fitted_on"])}},
+                                        {"stack": fitted["stack"], "fitted_on": list(fitted["fitted_on"])}},
                     "drafter": "the drafters' forwards as the target's layer operations (simlab.hardware."
                                 "drafter_operations), with the roofline's host times per forward and round",
                     "kv_cache_tokens": "the roofline's",
-                    "kv_roofline": None if roofline is None else {
-                        k: v for k, v in roofline.describe().items()
-                        if k in ("kind", "gpu", "model", "tensor_parallel", "parameters")},
+                    "kv_roofline": kv_source(roofline),
                     "cell": "decode_step GPU time (B sequences of C / B tokens) + step + B x request overhead",
                     "prefill": "a chunk joins its step's forward: the token operations at M = decode + chunk "
                                "tokens, and its attention pairs"})

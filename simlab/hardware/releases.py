@@ -53,6 +53,10 @@ class EngineRelease:
     def label(self) -> str:
         return f"{self.stack} {self.version}"
 
+    def serves(self, method: str) -> bool:
+        """Whether the release runs the drafter ``method`` (``none`` always; True where it records no methods)."""
+        return method == "none" or self.methods is None or method in self.methods.value
+
     def default(self, name: str, gpu: str) -> Optional[Sourced]:
         """The release's default of engine field ``name`` on ``gpu`` (None where it has none)."""
         return self.gpu_overrides.get(gpu, {}).get(name) or self.defaults.get(name)
@@ -139,11 +143,11 @@ def get_release(stack: str, version: Optional[str], *, file: Optional[str] = Non
 def check_methods(release: Optional[EngineRelease], methods: list[str], *, file: Optional[str] = None) -> None:
     """Every arm's drafter ``methods`` (in the scenario's order) is one the release serves (InputError naming the
     arm's field and the release's methods otherwise)."""
-    if release is None or release.methods is None:
+    if release is None:
         return
-    served = list(release.methods.value)
     for index, method in enumerate(methods):
-        if method != "none" and method not in served:
+        if not release.serves(method):
+            served = ", ".join(["none", *release.methods.value])
             raise InputError(f"{release.label} does not serve this drafter", file=file, field=f"arms[{index}].method",
-                             value=method, valid=f"one of {', '.join(['none', *served])} at {release.label} "
+                             value=method, valid=f"one of {served} at {release.label} "
                                                  f"({release.methods.source}), or another hardware.stack_version")

@@ -44,6 +44,15 @@ def drafter_curves(roofline) -> dict:
                                 ("sequential_head", head))}
 
 
+def kv_source(roofline) -> Optional[dict]:
+    """What a table records of the roofline whose KV it takes (its ``provenance.kv_roofline``), so that the
+    drafter's share of the KV per token is known (``TableCostModel.draft_kv_bytes_per_token``)."""
+    if roofline is None:
+        return None
+    return {k: v for k, v in roofline.describe().items() if k in ("kind", "gpu", "model", "tensor_parallel",
+                                                                   "parameters")}
+
+
 def kv_tokens(roofline) -> Optional[int]:
     """The KV cache capacity of ``roofline`` (None without one)."""
     return None if roofline is None else roofline.kv_cache_tokens()

@@ -35,8 +35,8 @@ def launch_release(engine: str, deployment: dict):
 
 
 def serves(release, method: str) -> bool:
-    """Whether ``release`` serves the drafter ``method`` (True where it records no methods)."""
-    return method == "none" or release is None or release.methods is None or method in release.methods.value
+    """Whether ``release`` serves the drafter ``method`` (True without a release: nothing recorded to check)."""
+    return release is None or release.serves(method)
 
 
 def drafter_placeholder(method: str, hf_id: str) -> str:

@@ -256,9 +256,7 @@ def unserved(cost, arm: dict) -> Optional[str]:
     """Why the engine release a layout simulates cannot run ``arm``'s drafter (its recorded methods lack it), or
     None: a plan never deploys what its launch file could not start."""
     release = cost.release
-    if arm["method"] == "none" or release is None or release.methods is None:
-        return None
-    if arm["method"] in release.methods.value:
+    if release is None or release.serves(arm["method"]):
         return None
     return (f"{release.label} does not serve {arm['method']} (it serves {', '.join(release.methods.value)}; "
             f"simlab/hardware/engine_releases/{release.stack}.yaml)")

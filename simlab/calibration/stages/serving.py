@@ -105,6 +105,11 @@ class ServingRecord:
                 "tensor_parallel": self.tensor_parallel,
                 **({"expert_parallel": self.expert_parallel} if self.expert_parallel > 1 else {})}
 
+    def operations_hardware(self, **given: Any) -> dict[str, Any]:
+        """The ``kind: operations`` config this record is simulated on (``given`` fields replace the record's)."""
+        return {"kind": "operations", "gpu": self.gpu, "model": self.model, "tensor_parallel": self.tensor_parallel,
+                "precision": self.precision, "stack": self.engine, **given}
+
 
 def optional_float(value: Any) -> Optional[float]:
     return None if value is None or (isinstance(value, float) and math.isnan(value)) or value == "" else float(value)
