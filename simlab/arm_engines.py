@@ -14,6 +14,7 @@ from simlab.config.arms import Arm
 from simlab.config.scenario import EngineConfig
 from simlab.hardware.engine_settings import EngineSettings, resolve_engine
 from simlab.hardware.graph_sizes import spec_decode_sizes, with_graph_sizes
+from simlab.hardware.other_drafters import other_drafter_cost
 from simlab.hardware.overlap import with_overlap
 from simlab.hardware.releases import check_methods
 from simlab.hardware.sps_view import scheduler_view
@@ -32,6 +33,7 @@ class ArmEngine:
     step_cost: Any
     scheduler: Optional[Scheduler]
     scheduler_cost: Any
+    kv_cache_tokens: Optional[int] = None  # a draft model's arm: the KV left beside its weights and KV ("auto")
 
 
 @dataclass(frozen=True)
@@ -98,6 +100,9 @@ def arm_engines(engine: EngineConfig, arms: list[Arm], cost, file=None) -> ArmEn
         if speculative:  # the round's host time: hidden behind the GPU where the release keeps its overlap
             step_cost, round_host = with_overlap(step_cost, resolved.overlap_schedule, 1 + _verified_beyond_anchor(arm))
             resolved = dataclasses.replace(resolved, round_host=round_host)
+        step_cost = other_drafter_cost(arm, len(resolved_arms), step_cost, file)
+        kv_tokens = step_cost.kv_cache_tokens() if arm.method == "draft_model" else None
         scheduler, scheduler_cost = arm_scheduler(arm, step_cost)
-        resolved_arms.append(ArmEngine(_apply(engine, resolved), resolved, step_cost, scheduler, scheduler_cost))
+        resolved_arms.append(ArmEngine(_apply(engine, resolved), resolved, step_cost, scheduler, scheduler_cost,
+                                       kv_tokens))
     return ArmEngines(_apply(engine, base), resolved_arms)

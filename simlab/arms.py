@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
 
 from simlab.acceptance.draws import ArmDraws
 from simlab.acceptance.spec import AcceptanceSpec
+from simlab.config.acceptance import ConfidenceConfig, HeterogeneityConfig
 from simlab.config.arms import Arm
 from simlab.engine import ArmPolicy
 
@@ -91,6 +93,14 @@ def _head_key(spec: AcceptanceSpec, method: str, weights: dict[str, float], gamm
             int(spec.calibration_samples))
 
 
+def lookup_pads(cost) -> bool:
+    """Whether the cost model's release verifies a lookup drafter's full draft in a round without a match (its
+    ``speculative.lookup_pads_drafts``; False where it records none)."""
+    release = getattr(cost, "release", None)
+    rule = release.speculative.get("lookup_pads_drafts") if release is not None else None
+    return bool(rule.value) if rule is not None else False
+
+
 def domain_weights(domain: np.ndarray, domain_names: tuple[str, ...]) -> dict[str, float]:
     """The workload's share of requests per domain."""
     counts = np.bincount(domain, minlength=len(domain_names)).astype(float)
@@ -106,6 +116,8 @@ def prepare_arm(arm: Arm, spec: AcceptanceSpec, scheduler, scheduler_cost, step_
     requests' output lengths) binds each request to the recording it replays."""
     gamma = arm.draft_len
     method = arm.method
+    if method in spec.plain_methods:  # simlab's shipped curves of a lookup drafter or a draft model
+        spec = dataclasses.replace(spec, heterogeneity=HeterogeneityConfig(), confidence=ConfidenceConfig())
     if gamma == 0:
         policy = ArmPolicy(method, 0, None, None, step_cost, max_batch_tokens, np.zeros(0))
         return PreparedArm(arm, policy, None)
@@ -120,8 +132,10 @@ def prepare_arm(arm: Arm, spec: AcceptanceSpec, scheduler, scheduler_cost, step_
         confidence=spec.confidence,
         temperatures=temperatures,
         tree=tree,
+        match_prob=None if spec.recorded is not None else spec.match_probs(method, domain_names),
+        pads=lookup_pads(step_cost),
     )
     replay = spec.recorded.bind(output_tokens, seed) if spec.recorded is not None else None
     policy = ArmPolicy(method, gamma, scheduler, draws, scheduler_cost, max_batch_tokens, prior_conf, replay, tree,
-                       step_cost=step_cost)
+                       step_cost=step_cost, max_concurrency=arm.max_concurrency or 0)
     return PreparedArm(arm, policy, report)

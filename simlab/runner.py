@@ -115,10 +115,13 @@ def _simulate_one(built: Built, index: int, progress: Optional[Callable[[int], N
     resolved = built.engines.arms[index]
     engine = resolved.config
     requests = built.workload.requests
-    result = simulate_arm(built.workload, resolved.step_cost, engine, prepared.policy, built.kv_capacity,
+    kv_capacity = built.kv_capacity
+    if resolved.kv_cache_tokens is not None and engine.kv_cache_tokens == "auto":  # a draft model's weights and KV
+        kv_capacity = resolved.kv_cache_tokens
+    result = simulate_arm(built.workload, resolved.step_cost, engine, prepared.policy, kv_capacity,
                           progress, built.pools)
     num_gpus = engine.num_replicas * gpus_per_replica(built.cost.describe())  # both pools when disaggregated
-    capacity = built.kv_capacity if built.pools is None else built.pools.capacity_by_replica(engine)
+    capacity = kv_capacity if built.pools is None else built.pools.capacity_by_replica(engine)
     metrics = summarise(result, requests.prompt_tokens, requests.output_tokens, prepared.arm.draft_len, sc.slo,
                         kv_capacity=capacity, prefix_caching=engine.prefix_caching, num_gpus=num_gpus)
     metrics["engine"] = resolved.settings.describe()
@@ -199,10 +202,18 @@ def summary_document(built: Built, outcomes: list[ArmOutcome]) -> dict:
         "arms": {o.name: o.metrics for o in outcomes},
         "workload": built.workload.source,
         "hardware": built.cost.describe(),
-        "acceptance": built.spec.source,
+        "acceptance": _acceptance_source(built.spec.source, {arm.method for arm in sc.arms}),
         "engine": {"kv_cache_tokens": built.kv_capacity},
         "simlab_version": __version__,
     }
+
+
+def _acceptance_source(source: dict, methods: set[str]) -> dict:
+    """The acceptance's source, naming simlab's shipped curves for the other drafters only where an arm drafts with
+    one."""
+    shipped = {m: text for m, text in source.get("other_drafters", {}).items() if m in methods}
+    out = {k: v for k, v in source.items() if k != "other_drafters"}
+    return {**out, "other_drafters": shipped} if shipped else out
 
 
 def default_jobs() -> int:

@@ -26,10 +26,13 @@ class TableStore(DrawStore):
     """Draws of every (request, decode step) from fixed tables [requests, steps, G], laid out as the DrawStore's
     rows (request r's step s is row r x steps + s); request r holds ``held[r]`` steps from its first."""
 
-    def __init__(self, conf: np.ndarray, true_accepted: np.ndarray, held: np.ndarray) -> None:
+    def __init__(self, conf: np.ndarray, true_accepted: np.ndarray, held: np.ndarray, proposed=None) -> None:
         num_requests, self.num_steps_drawn, gamma = conf.shape
         self.conf = np.ascontiguousarray(conf).reshape(num_requests * self.num_steps_drawn, gamma)
         self.true_accepted = np.ascontiguousarray(true_accepted).reshape(-1)
+        if proposed is None:
+            proposed = np.full(true_accepted.shape, gamma)
+        self.proposed = np.ascontiguousarray(proposed, dtype=np.int64).reshape(-1)
         self.held = held
         self.lag_steps = 0
 
@@ -44,12 +47,17 @@ def _case(rng, num_rows: int, gamma: int, *, ties: bool, num_steps_drawn: int = 
         conf = np.round(conf * 4) / 4
     true_accepted = rng.integers(0, gamma + 1, (num_rows, num_steps_drawn))
     held = rng.integers(1, 40, num_rows) if rng.random() < 0.5 else np.full(num_rows, num_steps_drawn)
+    proposed = None
+    if rng.random() < 0.4:  # a lookup drafter (ngram, suffix): rounds without a match propose nothing
+        proposed = np.where(rng.random((num_rows, num_steps_drawn)) < 0.6, gamma, 0)
+        conf[proposed == 0] = 0.0
+        true_accepted[proposed == 0] = 0
     roster = Roster(request_id=np.arange(num_rows, dtype=np.int64),
                     remaining=rng.integers(1, 60, num_rows).astype(np.int64),
                     context=rng.integers(0, 300_000, num_rows).astype(np.int64),
                     steps=np.zeros(num_rows, dtype=np.int64),
                     join=(rng.random(num_rows) < 0.2).astype(np.int64), num_decoding=num_rows)
-    return TableStore(conf, true_accepted, held), roster
+    return TableStore(conf, true_accepted, held, proposed), roster
 
 
 SCHEDULERS = {  # every scheduler of the reference-equivalence tests (all served here), and adaptive's plan
@@ -61,11 +69,11 @@ SCHEDULERS = {  # every scheduler of the reference-equivalence tests (all served
 }
 
 
-def _policy(name: str, gamma: int, max_batch_tokens: int, cost=CONTEXT_TABLE) -> ArmPolicy:
+def _policy(name: str, gamma: int, max_batch_tokens: int, cost=CONTEXT_TABLE, max_concurrency: int = 0) -> ArmPolicy:
     params = dict(SCHEDULERS.get(name, {"kind": name}))
     kind = params.pop("kind")
     return ArmPolicy("dspark", gamma, make_scheduler(kind, **params), None, cost, max_batch_tokens,
-                     np.linspace(0.9, 0.4, gamma))
+                     np.linspace(0.9, 0.4, gamma), max_concurrency=max_concurrency)
 
 
 def _stepped(policy, store, roster, num_steps):
@@ -144,8 +152,9 @@ def _check_against_numpy(kind, cost, rng, num_trials):
         store, roster = _case(rng, num_rows, gamma, ties=trial % 2 == 0)
         if kind == "tree":
             policy = _tree_policy(gamma, max_batch_tokens, cost, rng)
-        else:
-            policy = _policy(kind, gamma, max_batch_tokens, cost)
+        else:  # a third of the arms turn speculation off above a concurrency the block's rosters straddle
+            limit = int(rng.integers(1, max(num_rows, 2) + 1)) if trial % 3 == 1 else 0
+            policy = _policy(kind, gamma, max_batch_tokens, cost, limit)
         store.lag_steps = policy.lag_steps
         roster.steps[:] = rng.integers(0, 3, num_rows)  # some requests have lagged confidences, some do not
         assert policy.block_kernel() is not None

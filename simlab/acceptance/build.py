@@ -23,7 +23,7 @@ from simlab.config.acceptance import (
     TraceAcceptance,
 )
 
-DRAFT_METHODS = ("mtp", "eagle3", "dflash", "dspark")
+DRAFT_METHODS = ("mtp", "eagle3", "dflash", "dspark", "draft_model", "ngram", "suffix")
 IID_POSITIONS = 16
 _M = TypeVar("_M", bound=BaseModel)
 
@@ -33,12 +33,40 @@ def build_acceptance(cfg: AcceptanceSetting, *, file: Union[str, Path, None]) ->
     relative to ``file``'s folder). Heterogeneity and confidence fields given in the config override the
     kind's defaults field by field (zero and a perfect head for iid/positional, the preset's own values).
 
-    A string is a shipped preset's name or a path to an acceptance file (:mod:`simlab.acceptance.files`)."""
+    A string is a shipped preset's name or a path to an acceptance file (:mod:`simlab.acceptance.files`).
+
+    Methods the config gives no curves for among ``draft_model``, ``ngram`` and ``suffix`` take simlab's shipped
+    ones (:mod:`simlab.acceptance.other_drafters`; an ``iid`` config covers every method itself)."""
+    return _with_other_drafters(_build(cfg, file=file))
+
+
+def _with_other_drafters(spec: AcceptanceSpec) -> AcceptanceSpec:
+    """``spec`` with simlab's shipped curves for the other drafters it gives none for."""
+    from simlab.acceptance.other_drafters import OTHER_METHODS, shipped_curves
+
+    missing = [m for m in OTHER_METHODS if m not in spec.base_logit]
+    if not missing:
+        return spec
+    curves = shipped_curves()
+    base = dict(spec.base_logit)
+    match = dict(spec.match_prob)
+    for method in missing:
+        shipped = curves[method]
+        with np.errstate(divide="ignore"):
+            base[method] = {domain: logit(values) for domain, values in shipped.conditional.items()}
+        if method != "draft_model":
+            match[method] = dict(shipped.match)
+    source = {**spec.source, "other_drafters": {m: curves[m].source for m in missing}}
+    return dataclasses.replace(spec, base_logit=base, match_prob=match, source=source,
+                               plain_methods=spec.plain_methods | frozenset(missing))
+
+
+def _build(cfg: AcceptanceSetting, *, file: Union[str, Path, None]) -> AcceptanceSpec:
     if isinstance(cfg, str):
         from simlab.acceptance.files import resolve_acceptance
 
         resolved, path = resolve_acceptance(cfg, file=file)
-        spec = build_acceptance(resolved, file=path if path is not None else file)
+        spec = _build(resolved, file=path if path is not None else file)
         return spec if path is None else dataclasses.replace(spec, source={**spec.source, "file": str(path)})
     if isinstance(cfg, IIDAcceptance):
         curve = np.full(IID_POSITIONS, float(logit(cfg.alpha)))

@@ -28,6 +28,10 @@ class ArmDraws:
     confidence: ConfidenceConfig
     temperatures: np.ndarray | None  # [G] STS temperatures, None when uncalibrated
     tree: object = None  # simlab.acceptance.tree.TreeDraws of a tree arm: its rounds accept along the tree
+    # a lookup drafter's (ngram, suffix) chance per domain [num_domains] that a round finds a match; None: every
+    # round proposes gamma tokens
+    match_prob: Optional[np.ndarray] = None
+    pads: bool = False  # the release verifies a full draft even without a match (its acceptance stays 0)
 
     def request_shift(self, num_requests: int) -> Optional[np.ndarray]:
         """delta_r for requests 0..num_requests-1 (None when requests do not differ)."""
@@ -38,7 +42,7 @@ class ArmDraws:
 
     def generate(
         self, request_ids: np.ndarray, request_logit: np.ndarray, first_step: np.ndarray,
-        previous_shift: np.ndarray, num_steps: np.ndarray,
+        previous_shift: np.ndarray, num_steps: np.ndarray, request_match: Optional[np.ndarray] = None,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Draws of decode steps first_step[r] .. first_step[r] + num_steps[r] - 1 of each request r.
 
@@ -49,6 +53,10 @@ class ArmDraws:
         step-difficulty process z [M]. Two hashes per (request, step, position) feed everything: the accept
         uniform and the token noise (stream ACCEPT), the head's noise and, at position 0, the step innovation
         (stream NOISE). Each value depends on its key only, not on what else is drawn with it.
+
+        ``request_match`` [R] (a lookup drafter's): each request's chance that a round finds a match; a round
+        that finds none (a uniform keyed by request and step, stream MATCH, at or above it) proposes nothing: its
+        confidences and accepted count are 0 (:meth:`proposed` says how many positions each row proposes).
         """
         from simlab.acceptance import draw_kernel
 
@@ -75,7 +83,19 @@ class ArmDraws:
         if self.tree is not None:
             # rank 1 at each depth is the chain's acceptance; the misses' ranks from the same uniforms
             true_accepted = self.tree.accepted(accept_u, accept_prob)
+        if request_match is not None:
+            ids = np.asarray(request_ids, dtype=np.int64)[row_request]
+            missed = crn.keyed_uniform(self.seed, crn.MATCH, ids, steps) >= np.asarray(request_match)[row_request]
+            conf[missed] = 0.0
+            true_accepted[missed] = 0
         return conf, true_accepted, shift
+
+    def proposed(self, conf: np.ndarray) -> np.ndarray:
+        """Positions each row of :meth:`generate`'s confidences [M, G] proposes: gamma, or 0 where a lookup
+        drafter found no match (every confidence 0: a drafted position's confidence is a sigmoid, never 0)."""
+        if self.match_prob is None or self.pads:
+            return np.full(conf.shape[0], self.gamma, dtype=np.int64)
+        return np.where(np.logical_or.reduce(conf > 0.0, axis=1), self.gamma, 0).astype(np.int64)
 
 
 _EMPTY = np.zeros(0)

@@ -27,6 +27,18 @@ class AcceptanceSpec:
     calibration_samples: int = 20000
     source: dict[str, Any] = field(default_factory=dict)
     recorded: Any = None  # simlab.acceptance.replay.RecordedAcceptance: outcomes replayed from recordings
+    # a lookup drafter's chance that a round finds a match, per method and domain (simlab.acceptance.other_drafters)
+    match_prob: dict[str, dict[str, float]] = field(default_factory=dict)
+    # methods whose curves are simlab's shipped ones for other drafters: drawn without heterogeneity, the head exact
+    plain_methods: frozenset = frozenset()
+
+    def match_probs(self, method: str, domains: Sequence[str]) -> Any:
+        """[len(domains)] each domain's chance that a round of ``method`` finds a match, or None where every round
+        proposes (not a lookup drafter's shipped curves)."""
+        by_domain = self.match_prob.get(method)
+        if by_domain is None:
+            return None
+        return np.array([by_domain[d] if d in by_domain else by_domain[ANY_DOMAIN] for d in domains], dtype=float)
 
     def curve(self, method: str, domain: str, gamma: int) -> np.ndarray:
         """L_1..L_gamma for one method and domain (KeyError/ValueError when not covered)."""

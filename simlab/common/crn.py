@@ -21,6 +21,7 @@ ACCEPT = 1  # per (request, step, position): accept/reject uniform (high 32 bits
 NOISE = 2  # rehash of ACCEPT bits: head noise (high 32 bits); position 0's low bits: step innovation
 REQUEST_DIFFICULTY = 4  # per request: difficulty
 RECORDING = 5  # per request: which recorded request it replays (acceptance kind trace)
+MATCH = 6  # per (request, step): whether a lookup drafter (ngram, suffix) finds the context repeating
 
 
 def _mix(x: np.ndarray) -> np.ndarray:

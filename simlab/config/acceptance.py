@@ -76,7 +76,7 @@ class PositionalAcceptance(_AcceptanceCommon):
 
     kind: Literal["positional"]
     methods: dict[
-        Literal["mtp", "eagle3", "dflash", "dspark"],
+        Literal["mtp", "eagle3", "dflash", "dspark", "draft_model", "ngram", "suffix"],
         dict[str, Annotated[list[Probability], Field(min_length=1, max_length=16)]],
     ] = Field(min_length=1)
     provenance: Optional[dict[str, Any]] = None

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 from typing import Literal, Optional
 
-from pydantic import Field, ValidationInfo, field_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from simlab.config.base import StrictModel
 from simlab.schedulers.registry import DEFAULT_KIND, config_union
 
-Method = Literal["none", "mtp", "eagle3", "dflash", "dspark"]
-METHODS: tuple[str, ...] = ("none", "mtp", "eagle3", "dflash", "dspark")
+Method = Literal["none", "mtp", "eagle3", "dflash", "dspark", "draft_model", "ngram", "suffix"]
+METHODS: tuple[str, ...] = ("none", "mtp", "eagle3", "dflash", "dspark", "draft_model", "ngram", "suffix")
+LOOKUP_METHODS: tuple[str, ...] = ("ngram", "suffix")  # no GPU drafter: a host-side lookup in the context
 MAX_GAMMA = 16
+NGRAM_DEFAULT_WINDOW = (5, 5)  # vLLM's prompt_lookup_min/max when an ngram config gives neither
 
 
 SchedulerConfig = config_union(arm=True)
@@ -37,6 +39,14 @@ class Arm(StrictModel):
     scheduler: Optional[SchedulerConfig] = Field(default=None, validate_default=True)
     calibration: Literal["sts", "none"] = "sts"
     tree: Optional[TreeConfig] = None
+    # method draft_model: the small model that drafts (a catalogue name or a config.json, as hardware's model:)
+    draft_model: Optional[str] = Field(default=None, min_length=1)
+    # method ngram: the shortest and longest n-gram matched in the context (vLLM's prompt_lookup_min/max)
+    prompt_lookup_min: Optional[int] = Field(default=None, ge=1, le=64)
+    prompt_lookup_max: Optional[int] = Field(default=None, ge=1, le=64)
+    # speculation off in a step where more requests decode than this (TensorRT-LLM's max_concurrency; vLLM
+    # 0.34's num_speculative_tokens_per_batch_size with 0 drafts above it; TensorRT-LLM's AUTO n-gram sets 32)
+    max_concurrency: Optional[int] = Field(default=None, ge=1, le=1_000_000)
 
     @field_validator("gamma")
     @classmethod
@@ -73,6 +83,31 @@ class Arm(StrictModel):
             raise ValueError(f"a tree arm verifies its whole tree each round: scheduler {DEFAULT_KIND} (or leave "
                              f"it out), not {scheduler.kind!r}")
         return tree
+
+    @model_validator(mode="after")
+    def _method_fields(self) -> "Arm":
+        if self.method == "draft_model" and self.draft_model is None:
+            raise ValueError("method 'draft_model' needs draft_model: the small model's catalogue name or config.json")
+        if self.method != "draft_model" and self.draft_model is not None:
+            raise ValueError(f"draft_model names the drafter of method 'draft_model', not of {self.method!r}")
+        lookup = (self.prompt_lookup_min, self.prompt_lookup_max)
+        if self.method != "ngram" and lookup != (None, None):
+            raise ValueError(f"prompt_lookup_min/max are method 'ngram''s, not {self.method!r}'s")
+        if self.method == "none" and self.max_concurrency is not None:
+            raise ValueError("method 'none' drafts nothing: leave max_concurrency out")
+        if self.method == "ngram" and self.lookup_window[0] > self.lookup_window[1]:
+            raise ValueError(f"prompt_lookup_min {self.lookup_window[0]} is above prompt_lookup_max "
+                             f"{self.lookup_window[1]}")
+        return self
+
+    @property
+    def lookup_window(self) -> tuple[int, int]:
+        """An ngram arm's shortest and longest n-gram matched: what it gives, else vLLM's defaults (one given
+        alone stands for both, as vLLM reads it)."""
+        low, high = self.prompt_lookup_min, self.prompt_lookup_max
+        if low is None and high is None:
+            return NGRAM_DEFAULT_WINDOW
+        return (low if low is not None else high, high if high is not None else low)  # type: ignore[return-value]
 
     @property
     def draft_len(self) -> int:

@@ -159,6 +159,7 @@ def plan_block(policy: ArmPolicy, roster: Roster, num_steps: int, store=None, *,
     own_step = np.minimum(np.maximum(decode_step, roster.steps[None, :]),
                           (roster.steps + roster.remaining - 1)[None, :])
     draws = store.gather(roster.request_id, own_step, roster.remaining)
+    inputs.proposed = draws["proposed"]  # a lookup drafter's rounds without a match propose nothing
     # the store may hold fewer steps than the block spans for requests expected to finish sooner: a step where
     # such a request is still active is not exact
     lacking = own_step - own_step[0] >= draws["held"][None, :] if num_steps > 1 else None
@@ -220,13 +221,13 @@ def _compiled_block(policy: ArmPolicy, roster: Roster, num_steps: int, store, ke
     # a draft cost that ignores context: its seconds by draft length and requests drafting (else the spec prices it)
     reads_grid = (priced or policy.scheduler.entry.reads_draft_cost) and draft_spec.size == 0
     grid = policy.draft_grid(len(roster)) if reads_grid else _NO_DRAFT
-    plans_draft = policy.scheduler.plans_draft
+    plans_draft = policy.plans_draft
     (lengths, accepted, emitted, active, context, draft_len, num_drafting, num_exact, verify_s, draft_s,
      totals) = run_block(
         code, policy.gamma, policy.max_batch_tokens, threshold, cumulative, slo_ms, lagged, stop_at_finish,
         num_steps, remaining, roster.context, join, steps, base, end, start, store.lag_steps, store.conf,
-        store.true_accepted, policy.prior_conf, (grid, draft_spec), cost, price_cost, priced, plans_draft,
-        verified_by_length)
+        store.true_accepted, store.proposed, policy.prior_conf, (grid, draft_spec), cost, price_cost, priced,
+        plans_draft, verified_by_length, policy.max_concurrency)
     verify = policy.verify_tokens(lengths) if policy.tree is not None else None
     block = Block(lengths, accepted, emitted, active, context, num_exact, policy.gamma,
                   (draft_len, num_drafting) if plans_draft else None, verify, totals=totals)
@@ -243,15 +244,20 @@ class _Inputs:
 
     def __init__(self, policy: ArmPolicy, roster: Roster, joined: np.ndarray) -> None:
         self.gamma = policy.gamma
+        self.limit = policy.max_concurrency
         self.roster = roster
         self.joined = joined
+        self.proposed = None  # [K, N] positions each step's draft proposes (the draws'), once gathered
 
     def __call__(self, emitted: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """active [K, N], allowed lengths [K, N] and total context [K]."""
         before = np.add.accumulate(emitted, axis=0) - emitted
         left = self.roster.remaining[None, :] - before
         active = self.joined & (left > 0)
-        max_len = np.where(active, np.minimum(left - 1, self.gamma), 0)
+        most = self.gamma if self.proposed is None else np.minimum(self.proposed, self.gamma)
+        max_len = np.where(active, np.minimum(left - 1, most), 0)
+        if self.limit:  # speculation off where more requests decode than the arm's max_concurrency
+            max_len = np.where((np.add.reduce(active, axis=1) <= self.limit)[:, None], max_len, 0)
         context = np.add.reduce(np.where(active, self.roster.context[None, :] + before, 0), axis=1)
         return active, max_len, context
 
@@ -328,8 +334,12 @@ def _schedule(policy: ArmPolicy, true_accepted, draws, active, max_len, context)
         true_accepted=true_accepted,
         num_requests=batch if varying else None,
     )
+    limit = policy.max_concurrency
     if not scheduler.plans_draft:
-        return scheduler(inputs), None
+        if not limit:
+            return scheduler(inputs), None
+        on = (anchors <= limit) & (anchors > 0)
+        return scheduler(inputs), (np.where(on, policy.gamma, 0), np.where(on, anchors, 0))
     total = context.astype(float)
 
     def draft_cost(draft_len: np.ndarray, num_drafting: np.ndarray) -> np.ndarray:
@@ -337,6 +347,9 @@ def _schedule(policy: ArmPolicy, true_accepted, draws, active, max_len, context)
 
     inputs.draft_cost = draft_cost
     draft_len, drafting, inputs.min_budget = scheduler.plan_draft(inputs)
+    if limit:
+        off = anchors > limit
+        draft_len, drafting = np.where(off, 0, draft_len), drafting & ~off[:, None]
     inputs.max_len = np.where(drafting, np.minimum(max_len, draft_len[:, None]), 0)
     num_drafting = np.add.reduce(drafting, axis=1)
     inputs.draft_s = draft_cost(draft_len, num_drafting)

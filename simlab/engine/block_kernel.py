@@ -37,13 +37,14 @@ ADAPTIVE = REGISTRY["adaptive"].block_code
 
 @njit(cache=True)
 def run_block(scheduler, gamma, max_batch_tokens, threshold, cumulative, slo_ms, lagged, stop_at_finish, num_steps,
-              remaining, context, join, steps, base, end, start, lag_steps, store_conf, store_accepted, prior_conf,
-              draft, cost, price_cost, priced, plans_draft, verified_by_length):
+              remaining, context, join, steps, base, end, start, lag_steps, store_conf, store_accepted, store_proposed,
+              prior_conf, draft, cost, price_cost, priced, plans_draft, verified_by_length, max_concurrency):
     """Step a roster through up to K = ``num_steps`` steps.
 
     Per request r (N rows): ``remaining`` tokens to emit, ``context`` KV tokens held, ``join`` its first decoding
     step, ``steps`` its decode steps done before the block. Its draws are the draw store's rows (``store_conf``
-    [M, G] and ``store_accepted`` [M], :class:`simlab.engine.drawstore.DrawStore`): decode step s is row
+    [M, G], ``store_accepted`` [M] and ``store_proposed`` [M]: the positions the step's draft proposes, at most gamma,
+    :class:`simlab.engine.drawstore.DrawStore`): decode step s is row
     ``base + min(s, end - 1)``, ``end`` the step after its last held (a step beyond them ends the block before
     it). A ``lagged`` scheduler reads the confidences ``lag_steps`` decode steps earlier (from step ``start``
     on, the first held; before a request's step 0, ``prior_conf`` [G]).
@@ -54,7 +55,9 @@ def run_block(scheduler, gamma, max_batch_tokens, threshold, cumulative, slo_ms,
     ``priced`` each step's decode part is priced as the engine prices it: verify seconds from ``price_cost`` (the
     verify spec steps are timed on, which the scheduler may read another view of) and draft seconds from
     ``draft`` (the plan's when ``plans_draft``). A
-    request that may verify ℓ positions verifies ``verified_by_length[ℓ]`` draft tokens (ℓ; a tree's nodes).
+    request that may verify ℓ positions verifies ``verified_by_length[ℓ]`` draft tokens (ℓ; a tree's nodes). A step
+    where more than ``max_concurrency`` (> 0) requests decode drafts and verifies nothing; with ``plans_draft`` the
+    plan of every step is recorded (a scheduler that plans its draft, or a gamma draft by every request where on).
     Returns lengths, accepted and emitted [K, N], active [K, N], the decode part's total context [K], the draft
     plan (draft length [K], requests drafting [K]; adaptive only), the exact steps, the verify and draft seconds
     [K] (zeros unless ``priced``), per step the requests decoding, the positions verified and those accepted [K],
@@ -96,6 +99,7 @@ def run_block(scheduler, gamma, max_batch_tokens, threshold, cumulative, slo_ms,
             for j in range(gamma):
                 conf[r, j] = store_conf[row, j]
             true_accepted[r] = store_accepted[row]
+            proposed = store_proposed[row]
             if lagged:
                 earlier = own - lag_steps
                 if earlier >= 0:
@@ -111,7 +115,7 @@ def run_block(scheduler, gamma, max_batch_tokens, threshold, cumulative, slo_ms,
             if on:
                 anchors += 1
                 step_context += context[r] + before[r]
-                row_len[0, r] = min(left - 1, gamma)
+                row_len[0, r] = min(left - 1, gamma, proposed)
                 if own >= end[r]:  # past the draws it holds
                     undrawn = True
             else:
@@ -121,6 +125,10 @@ def run_block(scheduler, gamma, max_batch_tokens, threshold, cumulative, slo_ms,
             exact = k
             break
         total_context[k] = step_context
+        speculating = max_concurrency == 0 or anchors <= max_concurrency
+        if not speculating:
+            for r in range(num_rows):
+                row_len[0, r] = 0
         budget[0] = max(max_batch_tokens - anchors, 0)
         batch = max(anchors, 1)
         if scheduler == HARDWARE_AWARE:
@@ -151,6 +159,13 @@ def run_block(scheduler, gamma, max_batch_tokens, threshold, cumulative, slo_ms,
             most = step.best_budget_step(source, row_len, batch, float(step_context), extra_s, budget, cost, a,
                                          neg)
             step_lengths = step.top_k_step(conf, row_len, max(min(most, budget[0]), 0), a, neg, head)
+        if max_concurrency > 0:
+            if not speculating:
+                plan_len[k] = 0
+                plan_num[k] = 0
+            elif scheduler != ADAPTIVE:
+                plan_len[k] = gamma if anchors > 0 else 0
+                plan_num[k] = anchors
         finished = False
         verified = 0
         step_accepted = 0
@@ -192,10 +207,11 @@ def load() -> None:
     end = np.array([3, 1], dtype=np.int64)
     conf = np.full((4, 2), 0.5)
     true_accepted = np.ones(4, dtype=np.int64)
+    proposed = np.full(4, 2, dtype=np.int64)
     table = table_spec(np.linspace(0.0, 1.0, 8), 4, np.array([0.0, 1.0]))
     for code, slo_ms in ((FIXED, 0.0), (HARDWARE_AWARE, 0.0), (THRESHOLD, 0.0), (ASYNC_TOPK, 0.0), (GOODPUT, 0.0),
                          (ORACLE, 0.0), (ADAPTIVE, 0.0), (ADAPTIVE, 20.0)):
         for lagged in (False, True):
             run_block(code, 2, 3, 0.5, False, slo_ms, lagged, lagged, 2, remaining, zeros, zeros, zeros, zeros, end,
-                      zeros, 1, conf, true_accepted, conf[0], (np.ones((3, 3)), np.zeros(0)), table, table, lagged,
-                      code == ADAPTIVE, np.arange(3))
+                      zeros, 1, conf, true_accepted, proposed, conf[0], (np.ones((3, 3)), np.zeros(0)), table, table,
+                      lagged, code == ADAPTIVE, np.arange(3), 0)

@@ -41,6 +41,7 @@ class ArmPolicy:
     tree: Optional[object] = None  # simlab.acceptance.tree.TreeDraws of an EAGLE-3 tree arm
     # the cost model the engine prices verify steps on, where the scheduler reads another view of it (its sps)
     step_cost: Optional[object] = None
+    max_concurrency: int = 0  # speculation off in a step where more requests decode than this (0: never off)
     # caches, never passed in, so that a dataclasses.replace copy (another cost, another scheduler) starts empty
     _draft_grid: list = field(default_factory=list, init=False, repr=False, compare=False)  # [[length, count]]
     _kernel: list = field(default_factory=list, init=False, repr=False, compare=False)  # [the compiled block's]
@@ -161,6 +162,12 @@ class ArmPolicy:
         if self.cost.draft_reads_context:  # a roofline's drafter; a tree's is priced in numpy
             draft = self.cost.draft_kernel(self.method) if self.tree is None else None
         return None if verify is None or draft is None else (verify, draft)
+
+    @property
+    def plans_draft(self) -> bool:
+        """Whether a block records each step's draft plan (draft length, requests drafting): a scheduler that plans
+        its draft, or an arm whose speculation turns off above ``max_concurrency``."""
+        return bool(self.scheduler is not None and (self.scheduler.plans_draft or self.max_concurrency > 0))
 
     @property
     def lag_steps(self) -> int:

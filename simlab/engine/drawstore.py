@@ -28,8 +28,11 @@ class DrawStore:
     after its last. The step-difficulty process z is kept with the draws, so that extending a request's run
     continues it."""
 
-    def __init__(self, draws: ArmDraws, base_logit_of, output_tokens: np.ndarray, lag_steps: int = 0) -> None:
+    def __init__(self, draws: ArmDraws, base_logit_of, output_tokens: np.ndarray, lag_steps: int = 0,
+                 match_of=None) -> None:
+        """``match_of`` (a lookup drafter's): request ids -> each one's chance that a round finds a match."""
         self.draws = draws
+        self._match_of = match_of
         self.lag_steps = lag_steps  # steps kept before a request's next one (for lagged confidences)
         self._logit_of = base_logit_of  # request ids -> [n, G] base logits plus difficulty
         self._output_tokens = output_tokens
@@ -44,6 +47,7 @@ class DrawStore:
         capacity = 2 * BATCH
         self.conf = np.zeros((capacity * SLOT_STEPS, draws.gamma))
         self.true_accepted = np.zeros(capacity * SLOT_STEPS, dtype=np.int64)
+        self.proposed = np.zeros(capacity * SLOT_STEPS, dtype=np.int64)  # positions each step proposes
         self.step_shift = np.zeros(capacity * SLOT_STEPS)
         self._free = list(range(capacity - 1, -1, -1))
 
@@ -56,7 +60,8 @@ class DrawStore:
         first = own_steps[0]
         base, end, start = self.ready(request_ids, first, own_steps[-1], remaining, own_steps.shape[0] == 1)
         index = base + np.minimum(own_steps, end - 1)
-        out = {"conf": self.conf[index], "true_accepted": self.true_accepted[index], "held": end - first}
+        out = {"conf": self.conf[index], "true_accepted": self.true_accepted[index], "held": end - first,
+               "proposed": self.proposed[index]}
         if self.lag_steps:  # confidences `lag` steps earlier; None where a request had not decoded that far yet
             source = own_steps - self.lag_steps
             out["lagged_conf"] = self.conf[base + np.minimum(np.maximum(source, start), end - 1)]
@@ -133,6 +138,7 @@ class DrawStore:
         moved = np.arange(len(src))
         self.conf[dst + moved] = self.conf[src + moved]
         self.true_accepted[dst + moved] = self.true_accepted[src + moved]
+        self.proposed[dst + moved] = self.proposed[src + moved]
         self.step_shift[dst + moved] = self.step_shift[src + moved]
         previous = self.step_shift[slots * SLOT_STEPS + end - 1 - start]  # z at the last step held
         wanted = self._wanted(remaining, self._rate(request_ids, first, remaining), at_least)
@@ -151,19 +157,22 @@ class DrawStore:
 
     def _draw(self, request_ids, slots, offset_in_slot, first_step, previous_shift, num_steps) -> None:
         """Draw ``num_steps`` steps of each request from ``first_step`` into its slot from ``offset_in_slot``."""
+        match = self._match_of(request_ids) if self._match_of is not None else None
         conf, true_accepted, shift = self.draws.generate(
-            request_ids, self._logit_of(request_ids), first_step, previous_shift, num_steps
+            request_ids, self._logit_of(request_ids), first_step, previous_shift, num_steps, match
         )
         # row i of the draws is step (i - run_start) of its request's run
         run_start = np.add.accumulate(num_steps) - num_steps
         rows = np.repeat(slots * SLOT_STEPS + offset_in_slot - run_start, num_steps) + np.arange(len(true_accepted))
         self.conf[rows] = conf
         self.true_accepted[rows] = true_accepted
+        self.proposed[rows] = self.draws.proposed(conf)
         self.step_shift[rows] = shift
 
     def _grow(self) -> None:
         old = len(self.true_accepted) // SLOT_STEPS
         self.conf = np.concatenate([self.conf, np.zeros_like(self.conf)])
         self.true_accepted = np.concatenate([self.true_accepted, np.zeros_like(self.true_accepted)])
+        self.proposed = np.concatenate([self.proposed, np.zeros_like(self.proposed)])
         self.step_shift = np.concatenate([self.step_shift, np.zeros_like(self.step_shift)])
         self._free.extend(range(2 * old - 1, old - 1, -1))

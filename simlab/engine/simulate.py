@@ -244,7 +244,9 @@ def _draw_store(policy: ArmPolicy, requests) -> Optional[DrawStore]:
         logits = base[domain[ids]]
         return logits + shift[ids][:, None] if shift is not None else logits
 
-    return DrawStore(policy.draws, base_logit_of, requests.output_tokens, policy.lag_steps)
+    match = policy.draws.match_prob
+    match_of = None if match is None else (lambda ids: match[domain[ids]])
+    return DrawStore(policy.draws, base_logit_of, requests.output_tokens, policy.lag_steps, match_of)
 
 
 @dataclass(frozen=True)

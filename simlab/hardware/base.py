@@ -11,7 +11,7 @@ from simlab.hardware.buckets import Buckets
 
 ArrayOrFloat = Union[float, np.ndarray]
 
-DRAFT_METHODS: tuple[str, ...] = ("none", "mtp", "eagle3", "dflash", "dspark")
+DRAFT_METHODS: tuple[str, ...] = ("none", "mtp", "eagle3", "dflash", "dspark", "draft_model", "ngram", "suffix")
 AUTOREGRESSIVE_METHODS = frozenset({"mtp", "eagle3"})
 
 

@@ -35,7 +35,8 @@ EAGLE3, MTP, DFLASH, DSPARK = 1.0, 2.0, 3.0, 4.0  # draft[D_METHOD]
 D_STEP, D_FUSE, D_BLOCK, D_HEAD = 10, 18, 26, 34  # each shape's offset: its fields at offset + S_*
 S_WEIGHT, S_KV, S_FLOPS, S_ATTN, S_LOGIT, S_AR_FIXED, S_AR_TOKEN, S_KERNELS = range(8)
 NUM_DRAFT_COEF = 42
-_METHODS = {"eagle3": EAGLE3, "mtp": MTP, "dflash": DFLASH, "dspark": DSPARK}
+# a draft model's gamma forwards run as MTP's (gamma steps of one shape, no round fusion)
+_METHODS = {"eagle3": EAGLE3, "mtp": MTP, "dflash": DFLASH, "dspark": DSPARK, "draft_model": MTP}
 
 MAX_SHARE_TOKENS = 1 << 20  # the most tokens tabulated for a routed share that is not interpolated
 
@@ -113,9 +114,12 @@ def roofline_draft_spec(cost, method: str) -> Optional[np.ndarray]:
     drafter, device = cost.drafter, cost.device
     if cost.compressed is not None or method not in _METHODS or not _priced(cost):
         return None
+    if method == "draft_model" and drafter.draft_model_step is None:
+        return None
     shapes = {"eagle3": {D_STEP: drafter.eagle3_step, D_FUSE: drafter.eagle3_fuse}, "mtp": {D_STEP: drafter.mtp_step},
               "dflash": {D_BLOCK: drafter.parallel_block},
-              "dspark": {D_BLOCK: drafter.parallel_block, D_HEAD: drafter.head_step}}[method]  # the forwards it runs
+              "dspark": {D_BLOCK: drafter.parallel_block, D_HEAD: drafter.head_step},
+              "draft_model": {D_STEP: drafter.draft_model_step}}[method]  # the forwards it runs
     draft = np.zeros(NUM_DRAFT_COEF)
     draft[D_METHOD], draft[D_GROUPS] = _METHODS[method], cost.groups
     draft[D_HOST], draft[D_ROUND] = cost.params.draft_forward_overhead_s, cost.params.spec_round_overhead_s

@@ -84,7 +84,11 @@ class ForwardShape:
 
 
 class RooflineDrafter:
-    """Drafter seconds per engine step for each method, on a :class:`Device`."""
+    """Drafter seconds per engine step for each method, on a :class:`Device`. A ``draft_model`` arm's copy holds
+    the small model's forwards (:func:`simlab.hardware.other_drafters.with_draft_model`)."""
+
+    draft_model_step: Optional[ForwardShape] = None
+    draft_model_prefill: Optional[ForwardShape] = None
 
     def __init__(self, model: ModelConfig, device: Device, params: RooflineParams,
                  layout: Optional[MoeLayout] = None, alltoall: Optional[AllToAll] = None) -> None:
@@ -199,15 +203,20 @@ class RooflineDrafter:
         return (self.autoregressive_round_s(method, r) + self._time(step, r, r, c, routed_scale) + frontier
                 + depth * self.params.draft_forward_overhead_s + self.params.spec_round_overhead_s)
 
+    def _shapes(self, method: str) -> dict:
+        if method == "draft_model" and self.draft_model_prefill is not None:
+            return {"draft_model": self.draft_model_prefill}
+        return self.prefill_shapes
+
     def kv_bytes_per_token(self, method: str) -> float:
-        """Bytes per context token of the drafter's own KV on one GPU (0 without a drafter)."""
-        shape = self.prefill_shapes.get(method)
+        """Bytes per context token of the drafter's own KV on one GPU (0 without a drafter or for a lookup)."""
+        shape = self._shapes(method).get(method)
         return shape.kv_bytes_per_context_token if shape is not None else 0.0
 
     def prefill_s(self, method: str, tokens: int) -> float:
         """Seconds to build the drafter's KV over a prompt of ``tokens`` tokens (its layers over every token,
-        causal attention) plus one drafter forward's host time; 0 without a drafter."""
-        shape = self.prefill_shapes.get(method)
+        causal attention) plus one drafter forward's host time; 0 without a drafter or for a lookup."""
+        shape = self._shapes(method).get(method)
         if shape is None or tokens <= 0:
             check_method(method)
             return 0.0
@@ -232,5 +241,14 @@ class RooflineDrafter:
             return self.parallel_block_s(r * gamma, r, c) + host + round_s
         if method == "dspark":
             return self.parallel_block_s(r * gamma, r, c) + gamma * self.head_step_s(r) + host + round_s
+        if method in ("ngram", "suffix"):
+            from simlab.hardware.lookup_cost import lookup_s
+
+            return lookup_s(method, gamma, r) + round_s
+        if method == "draft_model":
+            if self.draft_model_step is None:
+                raise ValueError("a draft_model arm's cost model prices its small model "
+                                 "(simlab.hardware.other_drafters.with_draft_model)")
+            return gamma * (self._time(self.draft_model_step, r, r, c) + host) + round_s
         check_method(method)
         return 0.0

@@ -22,7 +22,7 @@ RELEASES_DIR = Path(__file__).resolve().parent / "engine_releases"
 ENGINE_FIELDS = ("max_num_seqs", "max_batch_tokens", "prefill_chunk_tokens", "kv_policy", "block_size")
 DEFAULT_FIELDS = ENGINE_FIELDS + ("overlap_schedule",)  # an engine's own default (recorded, see EngineSettings)
 # what a release may change when speculation is on
-SPECULATIVE_FIELDS = DEFAULT_FIELDS + ("lookahead_slots", "cuda_graph_sizes")
+SPECULATIVE_FIELDS = DEFAULT_FIELDS + ("lookahead_slots", "cuda_graph_sizes", "lookup_pads_drafts")
 GRAPH_SIZE_RULES = ("multiples_of_query_len", "requests_times_query_len")  # simlab.hardware.graph_sizes
 LEGACY_DEFAULTS = {"max_num_seqs": 256, "max_batch_tokens": 8192, "prefill_chunk_tokens": None,
                    "kv_policy": "reserve", "block_size": 16}  # without a serving stack (tables, simlab's eager engine)

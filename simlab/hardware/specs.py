@@ -64,6 +64,11 @@ MODELS: dict[str, ModelConfig] = {
         ModelConfig("qwen3-32b", "Qwen/Qwen3-32B", 64, 5120, 64, 8, 128, 25600, 151936, False, True),
         ModelConfig("llama-3.1-8b", "meta-llama/Llama-3.1-8B", 32, 4096, 32, 8, 128, 14336, 128256, False, False),
         ModelConfig("llama-3-70b", "meta-llama/Meta-Llama-3-70B", 80, 8192, 64, 8, 128, 28672, 128256, False, False),
+        # small models people draft with (method draft_model): their public config.json
+        ModelConfig("qwen3-0.6b", "Qwen/Qwen3-0.6B", 28, 1024, 16, 8, 128, 3072, 151936, True, True),
+        ModelConfig("qwen3-1.7b", "Qwen/Qwen3-1.7B", 28, 2048, 16, 8, 128, 6144, 151936, True, True),
+        ModelConfig("llama-3.2-1b", "meta-llama/Llama-3.2-1B", 16, 2048, 32, 8, 64, 8192, 128256, True, False),
+        ModelConfig("llama-3.2-3b", "meta-llama/Llama-3.2-3B", 28, 3072, 24, 8, 128, 8192, 128256, True, False),
         # mixtures of experts (config.json of each: moe_intermediate_size, num_experts, num_experts_per_tok, ...)
         ModelConfig("qwen3-30b-a3b", "Qwen/Qwen3-30B-A3B", 48, 2048, 32, 4, 128, 6144, 151936, False, True,
                     num_experts=128, experts_per_token=8, moe_intermediate_size=768),

@@ -128,7 +128,13 @@ class TableCostModel(CostModel):
             return self._parallel.at(num_requests * gamma)
         if method == "dspark":
             return self._parallel.at(num_requests * gamma) + gamma * self._sequential_head.at(num_requests)
+        if method in ("ngram", "suffix"):  # a host-side lookup; the table's round time is in its curves, not here
+            from simlab.hardware.lookup_cost import lookup_s
+
+            return lookup_s(method, gamma, num_requests)
         check_method(method)
+        if method == "draft_model":
+            raise ValueError("a table prices no draft model (a draft_model arm needs a roofline)")
         return 0.0
 
     def kv_cache_tokens(self) -> Optional[int]:
@@ -170,8 +176,10 @@ class TableCostModel(CostModel):
     def draft_kv_bytes_per_token(self, method: str) -> Optional[float]:
         """The drafter's layers' share of the target's KV per token (one layer for EAGLE-3 and MTP,
         ``draft_layers`` for DFlash/DSpark), from the roofline a profile was derived from."""
-        if method == "none":
+        if method in ("none", "ngram", "suffix"):
             return 0.0
+        if method == "draft_model":
+            return None
         target = self.kv_transfer_bytes_per_token()
         if target is None:
             return None
@@ -185,8 +193,10 @@ class TableCostModel(CostModel):
         """One drafter forward over the prompt's tokens, read off the table's draft curves (a parallel block's
         over ``tokens`` tokens; an autoregressive step's over ``tokens`` rows)."""
         check_method(method)
-        if method == "none" or tokens <= 0:
+        if method in ("none", "ngram", "suffix") or tokens <= 0:
             return 0.0
+        if method == "draft_model":
+            return None
         curve = self._autoregressive if method in ("eagle3", "mtp") else self._parallel
         return float(curve.at(tokens))
 

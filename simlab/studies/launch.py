@@ -13,8 +13,11 @@ import json
 import shlex
 from typing import Any, Optional
 
-VLLM_METHODS = {"eagle3": "eagle3", "mtp": "mtp", "dflash": "dflash", "dspark": "dspark"}
-SGLANG_ALGORITHMS = {"eagle3": "EAGLE3", "mtp": "NEXTN", "dflash": "DFLASH", "dspark": "DSPARK"}
+VLLM_METHODS = {"eagle3": "eagle3", "mtp": "mtp", "dflash": "dflash", "dspark": "dspark", "ngram": "ngram",
+                "suffix": "suffix", "draft_model": "draft_model"}
+SGLANG_ALGORITHMS = {"eagle3": "EAGLE3", "mtp": "NEXTN", "dflash": "DFLASH", "dspark": "DSPARK", "ngram": "NGRAM",
+                     "draft_model": "STANDALONE"}
+NO_CHECKPOINT = ("mtp", "ngram", "suffix")  # heads inside the target's checkpoint, or no drafter model at all
 EAGLE_STYLE = ("eagle3", "mtp")  # SGLang runs these on its EAGLE worker, which takes --speculative-eagle-topk
 DEFAULT_MAX_NUM_SEQS = 256  # simlab's EngineConfig defaults, which every deployment runs with unless the plan sets them
 DEFAULT_MAX_BATCH_TOKENS = 8192
@@ -49,15 +52,33 @@ def _engine_limits(engine: dict) -> tuple[int, int]:
             int(engine.get("max_batch_tokens", DEFAULT_MAX_BATCH_TOKENS)))
 
 
+def draft_model_id(arm: dict) -> str:
+    """A draft-model arm's small model as the engines take it: the catalogue model's Hugging Face id, else what the
+    arm names (a Hugging Face id or a path)."""
+    from simlab.hardware.specs import MODELS
+
+    name = str(arm["draft_model"])
+    return MODELS[name.lower()].hf_id if name.lower() in MODELS else name
+
+
 def vllm_speculative_config(arm: dict, hf_id: str, drafter: Optional[str]) -> Optional[dict]:
     """The ``--speculative-config`` mapping of an arm (None without speculation)."""
     method = arm["method"]
     if method == "none":
         return None
     config: dict[str, Any] = {"method": VLLM_METHODS[method]}
-    if method != "mtp":  # MTP heads ship inside the target checkpoint
+    if method == "draft_model":
+        config["model"] = draft_model_id(arm)
+    elif method not in NO_CHECKPOINT:
         config["model"] = drafter or drafter_placeholder(method, hf_id)
-    config["num_speculative_tokens"] = int(arm["gamma"])
+    config["num_speculative_tokens"] = gamma = int(arm["gamma"])
+    if method == "ngram":
+        for key in ("prompt_lookup_min", "prompt_lookup_max"):
+            if arm.get(key) is not None:
+                config[key] = int(arm[key])
+    if arm.get("max_concurrency"):  # vLLM 0.34.0's batch-size schedule: gamma drafts up to N requests, none above
+        limit = int(arm["max_concurrency"])
+        config["num_speculative_tokens_per_batch_size"] = [[1, limit, gamma], [limit + 1, max(limit + 1, 1 << 16), 0]]
     return config
 
 
@@ -93,8 +114,8 @@ def sglang_command(hardware: dict, arm: dict, engine: dict, hf_id: str, drafter:
     """``python -m sglang.launch_server ...`` for one replica; without speculation where ``release`` does not
     serve the arm's drafter."""
     seqs, tokens = _engine_limits(engine)
-    if not serves(release, arm["method"]):
-        arm = {"method": "none"}
+    if not serves(release, arm["method"]) or arm["method"] not in ("none", *SGLANG_ALGORITHMS):
+        arm = {"method": "none"}  # (SGLang has no suffix decoding)
     tp, ep = int(hardware["tensor_parallel"]), int(hardware.get("expert_parallel", 1))
     words = ["python", "-m", "sglang.launch_server", "--model-path", hf_id, "--tp", str(max(tp, ep))]
     if ep > 1:
@@ -114,10 +135,15 @@ def sglang_command(hardware: dict, arm: dict, engine: dict, hf_id: str, drafter:
         gamma = int(arm["gamma"])
         tree = arm.get("tree")
         words += ["--speculative-algorithm", SGLANG_ALGORITHMS[method]]
-        if method != "mtp":
+        if method == "ngram":  # a chain: one branch, gamma drafts past the root
+            words += ["--speculative-ngram-max-bfs-breadth", "1", "--speculative-num-draft-tokens", str(gamma + 1)]
+            return " ".join(shlex.quote(w) for w in words)
+        if method == "draft_model":
+            words += ["--speculative-draft-model-path", draft_model_id(arm)]
+        elif method != "mtp":
             words += ["--speculative-draft-model-path", drafter or drafter_placeholder(method, hf_id)]
         words += ["--speculative-num-steps", str(gamma)]
-        if method in EAGLE_STYLE:  # the EAGLE worker's tree flags; DFlash and DSpark draft one chain
+        if method in EAGLE_STYLE or method == "draft_model":  # the EAGLE worker's flags (STANDALONE runs on it)
             words += ["--speculative-eagle-topk", str(tree["topk"] if tree else 1)]
         words += ["--speculative-num-draft-tokens", str(tree["num_draft_tokens"] if tree else gamma + 1)]
     return " ".join(shlex.quote(w) for w in words)
@@ -162,7 +188,7 @@ def launch_notes(engine: str, deployment: dict, arm: dict, drafter: Optional[str
                      f"({release.methods.source}); the {method} drafter the plan credited has no flag there, so "
                      "this command serves without speculation")
         return notes
-    if method not in ("none", "mtp") and not drafter:
+    if method not in ("none", "draft_model", *NO_CHECKPOINT) and not drafter:
         notes.append(f"# FILL IN: {drafter_placeholder(method, hf_id)} stands for a {method} drafter checkpoint; "
                      "the plan named none (give its arm `drafter:`)")
     from simlab.schedulers import DEFAULT_KIND

@@ -14,16 +14,23 @@ from simlab.common.errors import InputError
 
 # vLLM speculative_config "method" -> simlab method (vllm/config/speculative.py's names)
 VLLM_METHODS = {"eagle3": "eagle3", "eagle": "eagle3", "mtp": "mtp", "deepseek_mtp": "mtp", "qwen3_next_mtp": "mtp",
-                "glm4_moe_mtp": "mtp", "mimo_mtp": "mtp", "ernie_mtp": "mtp", "dflash": "dflash", "dspark": "dspark"}
+                "glm4_moe_mtp": "mtp", "mimo_mtp": "mtp", "ernie_mtp": "mtp", "dflash": "dflash", "dspark": "dspark",
+                "ngram": "ngram", "ngram_gpu": "ngram", "suffix": "suffix", "draft_model": "draft_model"}
 VLLM_KEYS = ("method", "model", "num_speculative_tokens", "draft_tensor_parallel_size", "max_model_len",
-             "disable_padded_drafter_batch")
+             "disable_padded_drafter_batch", "prompt_lookup_min", "prompt_lookup_max", "suffix_decoding_max_tree_depth",
+             "num_speculative_tokens_per_batch_size")
+SUFFIX_DEFAULT_TOKENS = 8  # vLLM 0.34.0: min(8, suffix_decoding_max_tree_depth) (spec_decode/suffix/config.py:25-32)
 # SGLang --speculative-algorithm -> simlab method (NEXTN is SGLang's name for a model's own MTP heads)
-SGLANG_ALGORITHMS = {"EAGLE3": "eagle3", "EAGLE": "eagle3", "NEXTN": "mtp", "DFLASH": "dflash", "DSPARK": "dspark"}
+SGLANG_ALGORITHMS = {"EAGLE3": "eagle3", "EAGLE": "eagle3", "NEXTN": "mtp", "DFLASH": "dflash", "DSPARK": "dspark",
+                     "NGRAM": "ngram", "STANDALONE": "draft_model"}
 SGLANG_KEYS = ("speculative_algorithm", "speculative_draft_model_path", "speculative_num_steps",
-               "speculative_eagle_topk", "speculative_num_draft_tokens")
-SIMLAB_KEYS = ("name", "method", "gamma", "scheduler", "calibration", "tree")
-FORMS = ("method (none, mtp, eagle3, dflash, dspark) with gamma, or vllm: {speculative_config}, or sglang: {...} / "
-         "'--speculative-* flags'")
+               "speculative_eagle_topk", "speculative_num_draft_tokens", "speculative_ngram_max_bfs_breadth",
+               "speculative_ngram_max_trie_depth")
+SGLANG_NGRAM_DRAFT_TOKENS = 12  # python/sglang/srt/arg_groups/speculative_hook.py:1314-1323 @v0.5.23
+SIMLAB_KEYS = ("name", "method", "gamma", "scheduler", "calibration", "tree", "draft_model", "prompt_lookup_min",
+               "prompt_lookup_max", "max_concurrency")
+FORMS = ("method (none, mtp, eagle3, dflash, dspark, draft_model, ngram, suffix) with gamma, or vllm: "
+         "{speculative_config}, or sglang: {...} / '--speculative-* flags'")
 
 
 @dataclass(frozen=True)
@@ -99,16 +106,46 @@ def _from_vllm(spec: Any, field: str, file: str) -> tuple[dict, Optional[str]]:
             raise InputError("is not a speculative_config key simlab reads", file=file, field=f"{field}.{key}",
                              valid=", ".join(VLLM_KEYS))
     method = spec.get("method")
+    if method is None and spec.get("model") is not None:  # vLLM: a model without a method is a draft model
+        method = "draft_model"  # (vllm/config/speculative.py:1370-1372 @v0.34.0)
     if method is None:
         raise InputError("has no method", file=file, field=f"{field}.method", valid=", ".join(VLLM_METHODS))
     if str(method) not in VLLM_METHODS:
         raise InputError("is not a method simlab models", file=file, field=f"{field}.method", value=method,
                          valid=", ".join(VLLM_METHODS))
+    simlab_method = VLLM_METHODS[str(method)]
     gamma = spec.get("num_speculative_tokens")
+    if gamma is None and simlab_method == "suffix":
+        gamma = min(SUFFIX_DEFAULT_TOKENS, int(spec.get("suffix_decoding_max_tree_depth", 24)))
     if not isinstance(gamma, int) or isinstance(gamma, bool) or gamma < 1:
         raise InputError("must be a positive integer", file=file, field=f"{field}.num_speculative_tokens",
                          value=gamma, valid="the draft length, e.g. 3")
-    return {"method": VLLM_METHODS[str(method)], "gamma": gamma}, spec.get("model")
+    arm: dict[str, Any] = {"method": simlab_method, "gamma": gamma}
+    if simlab_method == "ngram":
+        arm.update({k: spec[k] for k in ("prompt_lookup_min", "prompt_lookup_max") if spec.get(k) is not None})
+    if simlab_method == "draft_model":
+        if spec.get("model") is None:
+            raise InputError("is needed by method draft_model (the small model)", file=file, field=f"{field}.model",
+                             valid="a catalogue name, a Hugging Face id such as Qwen/Qwen3-0.6B, or a config.json")
+        arm["draft_model"] = str(spec["model"])
+    schedule = spec.get("num_speculative_tokens_per_batch_size")
+    if schedule is not None:
+        arm["max_concurrency"] = _off_above(schedule, gamma, f"{field}.num_speculative_tokens_per_batch_size", file)
+    return arm, None if simlab_method in ("ngram", "suffix", "draft_model") else spec.get("model")
+
+
+def _off_above(schedule: Any, gamma: int, field: str, file: str) -> int:
+    """The batch above which vLLM's ``num_speculative_tokens_per_batch_size`` turns speculation off: simlab reads the
+    schedule ``[[1, N, gamma], [N + 1, M, 0]]`` (gamma drafts up to N requests, none above)."""
+    valid = "[[1, N, num_speculative_tokens], [N + 1, M, 0]]: speculation on up to N requests, off above"
+    try:
+        (start, end, drafts), (start2, _, drafts2) = [tuple(int(v) for v in row) for row in schedule]
+    except (TypeError, ValueError):
+        raise InputError("is not a schedule simlab reads", file=file, field=field, value=schedule,
+                         valid=valid) from None
+    if start != 1 or drafts != gamma or start2 != end + 1 or drafts2 != 0 or end < 1:
+        raise InputError("is not a schedule simlab reads", file=file, field=field, value=schedule, valid=valid)
+    return end
 
 
 def _sglang_mapping(spec: Any, field: str, file: str) -> dict:
@@ -163,7 +200,13 @@ def _from_sglang(spec: Any, field: str, file: str) -> tuple[dict, Optional[str]]
         raise InputError("is not an algorithm simlab models", file=file, field=f"{field}.speculative_algorithm",
                          value=algorithm, valid=", ".join(SGLANG_ALGORITHMS))
     method = SGLANG_ALGORITHMS[str(algorithm).upper()]
-    steps = _int(spec, "speculative_num_steps", field, file)
+    if method == "ngram":  # a chain of num_draft_tokens - 1 drafts (simlab drafts n-gram as a chain, not a tree)
+        tokens = _int(spec, "speculative_num_draft_tokens", field, file, SGLANG_NGRAM_DRAFT_TOKENS)
+        if tokens < 2:
+            raise InputError("verifies no draft", file=file, field=f"{field}.speculative_num_draft_tokens",
+                             value=tokens, valid="an integer >= 2")
+        return {"method": "ngram", "gamma": min(tokens - 1, 16)}, None
+    steps = _int(spec, "speculative_num_steps", field, file, 3 if method == "draft_model" else None)
     if steps is None:
         raise InputError("is needed (the draft depth)", file=file, field=f"{field}.speculative_num_steps",
                          valid="an integer >= 1, e.g. 3")
@@ -181,4 +224,9 @@ def _from_sglang(spec: Any, field: str, file: str) -> tuple[dict, Optional[str]]
     elif tokens is not None and tokens != steps + 1:
         raise InputError(f"a chain of {steps} steps verifies {steps + 1} tokens", file=file,
                          field=f"{field}.speculative_num_draft_tokens", value=tokens, valid=str(steps + 1))
+    if method == "draft_model":
+        if spec.get("speculative_draft_model_path") is None:
+            raise InputError("is needed by STANDALONE (the small model)", file=file,
+                             field=f"{field}.speculative_draft_model_path", valid="a Hugging Face id or a config.json")
+        return {**arm, "draft_model": str(spec["speculative_draft_model_path"])}, None
     return arm, spec.get("speculative_draft_model_path")
