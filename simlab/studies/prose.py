@@ -268,6 +268,35 @@ def disaggregation() -> str:
             "split of the same GPUs: " + "; ".join(out) + ".")
 
 
+def lookup(name: str) -> str:
+    """The prompt-lookup studies (lookup-code-editing, lookup-chat): who wins by load, and each other drafter's gain
+    over plain decoding at one user, 32 and the most."""
+    thr = _pivot(_sweep(name).table, THR)
+    top = thr.index.max()
+    arms = [a for a in thr.columns if a != "no-spec"]
+    runs = []
+    for run in _best_runs(thr, list(thr.columns), "\0"):
+        arm, _, users = run.partition(" at ")
+        runs.append(f"`{arm}` at {users}")
+    gain = {a: thr[a] / thr["no-spec"] - 1 for a in arms}
+
+    def at(arm: str) -> str:
+        return f"{_pct(gain[arm].loc[1])}, {_pct(gain[arm].loc[32])} and {_pct(gain[arm].loc[top])}"
+
+    ngram_below = _first_below(thr, "ngram-5", "no-spec")
+    parts = [
+        f"The most output tokens/s per GPU by users: {', '.join(runs)}.",
+        f"Over plain decoding at 1, 32 and {top} users: n-gram (5 drafts) {at('ngram-5')}; TensorRT-LLM's AUTO n-gram "
+        f"(3 drafts, off above 32 requests) {at('ngram-auto')}; suffix decoding (8) {at('suffix-8')}; Qwen3-0.6B "
+        f"drafting 4 {at('draft-0.6b-4')}"
+        + "".join(f"; `{a}` {at(a)}" for a in arms if a not in ("ngram-5", "ngram-auto", "suffix-8", "draft-0.6b-4"))
+        + ".",
+        (f"N-gram with 5 drafts falls below plain decoding from {ngram_below} users on."
+         if ngram_below is not None else f"N-gram with 5 drafts never falls below plain decoding up to {top} users."),
+    ]
+    return " ".join(parts)
+
+
 def _plan_deployment(d: dict) -> str:
     ep = f" ep{d['expert_parallel']}" if d["expert_parallel"] > 1 else ""
     split = d.get("disaggregation")
@@ -299,6 +328,7 @@ def plan(name: str) -> str:
 STUDIES = {"crossover": crossover, "deepseek-sla": deepseek_sla, "deepseek-concurrency": deepseek_concurrency,
            "capacity": capacity, "gpus": gpus,
            "miscalibration": miscalibration, "disaggregation": disaggregation,
+           "lookup-code-editing": lambda: lookup("lookup-code-editing"), "lookup-chat": lambda: lookup("lookup-chat"),
            **{f"plan/{v}": (lambda v=v: plan(f"plan/{v}")) for v in ("qwen3-8b-strict", "qwen3-8b-loose",
                                                                     "qwen3-30b-a3b-strict", "qwen3-30b-a3b-loose")}}
 

@@ -61,6 +61,8 @@ STUDIES: tuple[Study, ...] = (
     Study("gpus", "sweep"),
     Study("miscalibration", "sweep"),
     Study("disaggregation", "sweep"),
+    Study("lookup-code-editing", "sweep"),
+    Study("lookup-chat", "sweep"),
     Study("plan/qwen3-8b-strict", "plan"),
     Study("plan/qwen3-8b-loose", "plan"),
     Study("plan/qwen3-30b-a3b-strict", "plan"),
