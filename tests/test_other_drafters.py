@@ -117,6 +117,8 @@ def test_every_other_drafter_runs_and_states_its_source(tmp_path):
     ({"method": "draft_model", "gamma": 4, "draft_model": "no-such-model"}, None, "arms[1].draft_model"),
     ({"method": "draft_model", "gamma": 4, "draft_model": "qwen3-0.6b"}, flat_table(0.01), "arms[1].draft_model"),
     ({"method": "ngram", "gamma": 4, "prompt_lookup_min": 5, "prompt_lookup_max": 3}, None, "arms[1]"),
+    ({"method": "ngram", "gamma": 8, "lookup_depth": 6}, None, "arms[1]"),  # above the lookup's stored continuation
+    ({"method": "eagle3", "gamma": 3, "lookup_depth": 6}, None, "arms[1]"),
     ({"method": "eagle3", "gamma": 3, "draft_model": "qwen3-0.6b"}, None, "arms[1]"),
     ({"method": "suffix", "gamma": 4}, {"kind": "roofline", "gpu": "h100-sxm", "model": "qwen3-8b",
                                         "stack_version": "0.11.0"}, "arms[1].method"),
@@ -139,6 +141,10 @@ def test_bad_other_drafters_exit_2_naming_the_field(tmp_path, arm, hardware, fie
                "num_speculative_tokens_per_batch_size": [[1, 32, 3], [33, 1024, 0]]}},
      {"method": "ngram", "gamma": 3, "max_concurrency": 32}),
     ({"sglang": "--speculative-algorithm NGRAM"}, {"method": "ngram", "gamma": 11}),  # SGLang 0.5.23: 12 tokens
+    ({"sglang": "--speculative-algorithm NGRAM --speculative-num-draft-tokens 6 --speculative-ngram-max-trie-depth 8"},
+     {"method": "ngram", "gamma": 5, "lookup_depth": 8}),
+    ({"vllm": {"method": "suffix", "num_speculative_tokens": 6, "suffix_decoding_max_tree_depth": 12}},
+     {"method": "suffix", "gamma": 6, "lookup_depth": 12}),
     ({"sglang": "--speculative-algorithm STANDALONE --speculative-draft-model-path Qwen/Qwen3-1.7B"},
      {"method": "draft_model", "gamma": 3, "draft_model": "Qwen/Qwen3-1.7B"}),  # SGLang's (3, 1, 4)
 ])
@@ -193,3 +199,13 @@ def test_speculation_off_above_max_concurrency(tmp_path):
     assert np.all(steps["verify_tokens"].to_numpy()[busy] == 0)  # no draft token verified
     assert np.all(steps["drafted_tokens"].to_numpy()[quiet] == 3 * decoding[quiet])
     assert outcomes["always"].metrics["mean_verify_tokens_per_request_step"] > 1.0
+
+
+def test_sglang_ngram_drafts_beyond_its_trie_are_exit_2(tmp_path):
+    from simlab.common.errors import InputError
+    from simlab.studies.plan_arms import read_arm
+
+    with pytest.raises(InputError) as error:
+        read_arm({"sglang": "--speculative-algorithm NGRAM --speculative-num-draft-tokens 12 "
+                            "--speculative-ngram-max-trie-depth 6"}, 2, file="plan.yaml")
+    assert "arms[2].sglang.speculative_num_draft_tokens" in str(error.value)

@@ -44,6 +44,9 @@ class Arm(StrictModel):
     # method ngram: the shortest and longest n-gram matched in the context (vLLM's prompt_lookup_min/max)
     prompt_lookup_min: Optional[int] = Field(default=None, ge=1, le=64)
     prompt_lookup_max: Optional[int] = Field(default=None, ge=1, le=64)
+    # methods ngram and suffix: the longest continuation the lookup stores (vLLM's suffix_decoding_max_tree_depth,
+    # default 24; SGLang's speculative_ngram_max_trie_depth, default 18): gamma may not exceed it
+    lookup_depth: Optional[int] = Field(default=None, ge=1, le=1024)
     # speculation off in a step where more requests decode than this (TensorRT-LLM's max_concurrency; vLLM
     # 0.34's num_speculative_tokens_per_batch_size with 0 drafts above it; TensorRT-LLM's AUTO n-gram sets 32)
     max_concurrency: Optional[int] = Field(default=None, ge=1, le=1_000_000)
@@ -93,6 +96,11 @@ class Arm(StrictModel):
         lookup = (self.prompt_lookup_min, self.prompt_lookup_max)
         if self.method != "ngram" and lookup != (None, None):
             raise ValueError(f"prompt_lookup_min/max are method 'ngram''s, not {self.method!r}'s")
+        if self.lookup_depth is not None and self.method not in LOOKUP_METHODS:
+            raise ValueError(f"lookup_depth is a lookup drafter's (ngram, suffix), not {self.method!r}'s")
+        if self.lookup_depth is not None and self.gamma is not None and self.gamma > self.lookup_depth:
+            raise ValueError(f"gamma {self.gamma} is above lookup_depth {self.lookup_depth}: a lookup that stores "
+                             f"continuations of at most {self.lookup_depth} tokens cannot propose {self.gamma}")
         if self.method == "none" and self.max_concurrency is not None:
             raise ValueError("method 'none' drafts nothing: leave max_concurrency out")
         if self.method == "ngram" and self.lookup_window[0] > self.lookup_window[1]:

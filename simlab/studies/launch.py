@@ -76,6 +76,8 @@ def vllm_speculative_config(arm: dict, hf_id: str, drafter: Optional[str]) -> Op
         for key in ("prompt_lookup_min", "prompt_lookup_max"):
             if arm.get(key) is not None:
                 config[key] = int(arm[key])
+    if method == "suffix" and arm.get("lookup_depth") is not None:
+        config["suffix_decoding_max_tree_depth"] = int(arm["lookup_depth"])
     if arm.get("max_concurrency"):  # vLLM 0.34.0's batch-size schedule: gamma drafts up to N requests, none above
         limit = int(arm["max_concurrency"])
         config["num_speculative_tokens_per_batch_size"] = [[1, limit, gamma], [limit + 1, max(limit + 1, 1 << 16), 0]]
@@ -137,6 +139,8 @@ def sglang_command(hardware: dict, arm: dict, engine: dict, hf_id: str, drafter:
         words += ["--speculative-algorithm", SGLANG_ALGORITHMS[method]]
         if method == "ngram":  # a chain: one branch, gamma drafts past the root
             words += ["--speculative-ngram-max-bfs-breadth", "1", "--speculative-num-draft-tokens", str(gamma + 1)]
+            if arm.get("lookup_depth") is not None:
+                words += ["--speculative-ngram-max-trie-depth", str(int(arm["lookup_depth"]))]
             return " ".join(shlex.quote(w) for w in words)
         if method == "draft_model":
             words += ["--speculative-draft-model-path", draft_model_id(arm)]

@@ -28,7 +28,7 @@ SGLANG_KEYS = ("speculative_algorithm", "speculative_draft_model_path", "specula
                "speculative_ngram_max_trie_depth")
 SGLANG_NGRAM_DRAFT_TOKENS = 12  # python/sglang/srt/arg_groups/speculative_hook.py:1314-1323 @v0.5.23
 SIMLAB_KEYS = ("name", "method", "gamma", "scheduler", "calibration", "tree", "draft_model", "prompt_lookup_min",
-               "prompt_lookup_max", "max_concurrency")
+               "prompt_lookup_max", "max_concurrency", "lookup_depth")
 FORMS = ("method (none, mtp, eagle3, dflash, dspark, draft_model, ngram, suffix) with gamma, or vllm: "
          "{speculative_config}, or sglang: {...} / '--speculative-* flags'")
 
@@ -123,6 +123,8 @@ def _from_vllm(spec: Any, field: str, file: str) -> tuple[dict, Optional[str]]:
     arm: dict[str, Any] = {"method": simlab_method, "gamma": gamma}
     if simlab_method == "ngram":
         arm.update({k: spec[k] for k in ("prompt_lookup_min", "prompt_lookup_max") if spec.get(k) is not None})
+    if simlab_method == "suffix" and spec.get("suffix_decoding_max_tree_depth") is not None:
+        arm["lookup_depth"] = spec["suffix_decoding_max_tree_depth"]
     if simlab_method == "draft_model":
         if spec.get("model") is None:
             raise InputError("is needed by method draft_model (the small model)", file=file, field=f"{field}.model",
@@ -205,7 +207,15 @@ def _from_sglang(spec: Any, field: str, file: str) -> tuple[dict, Optional[str]]
         if tokens < 2:
             raise InputError("verifies no draft", file=file, field=f"{field}.speculative_num_draft_tokens",
                              value=tokens, valid="an integer >= 2")
-        return {"method": "ngram", "gamma": min(tokens - 1, 16)}, None
+        arm = {"method": "ngram", "gamma": min(tokens - 1, 16)}
+        depth = _int(spec, "speculative_ngram_max_trie_depth", field, file)
+        if depth is not None:
+            if arm["gamma"] > depth:
+                raise InputError(f"the trie stores continuations of at most {depth} tokens: {tokens - 1} drafts "
+                                 "cannot be proposed", file=file, field=f"{field}.speculative_num_draft_tokens",
+                                 value=tokens, valid=f"at most {depth + 1}")
+            arm["lookup_depth"] = depth
+        return arm, None
     steps = _int(spec, "speculative_num_steps", field, file, 3 if method == "draft_model" else None)
     if steps is None:
         raise InputError("is needed (the draft depth)", file=file, field=f"{field}.speculative_num_steps",
