@@ -14,6 +14,7 @@ from simlab.config.arms import Arm
 from simlab.config.scenario import EngineConfig
 from simlab.hardware.engine_settings import EngineSettings, resolve_engine
 from simlab.hardware.graph_sizes import spec_decode_sizes, with_graph_sizes
+from simlab.hardware.operations_table import with_verify_queries
 from simlab.hardware.other_drafters import other_drafter_cost
 from simlab.hardware.overlap import with_overlap
 from simlab.hardware.releases import check_methods
@@ -92,6 +93,8 @@ def arm_engines(engine: EngineConfig, arms: list[Arm], cost, file=None) -> ArmEn
                     resolved, settings={**resolved.settings, "max_num_seqs": fitting},
                     origin={**resolved.origin, "max_num_seqs": "simlab: whole trees within max_batch_tokens"})
         step_cost = cost
+        if speculative:  # kind: operations prices a verify as its requests' queries over their context
+            step_cost = with_verify_queries(cost, 1 + _verified_beyond_anchor(arm))
         rule = release.speculative.get("cuda_graph_sizes") if release is not None and speculative else None
         if rule is not None and cost.buckets.enabled:
             sizes = spec_decode_sizes(cost.buckets.sizes, 1 + _verified_beyond_anchor(arm), rule.value)

@@ -155,6 +155,34 @@ arms: [{name: no-spec, method: none}, {name: dspark, method: dspark, gamma: 7}]
     assert code == 2 and "hardware.gpu" in stderr and "h800" in stderr and not (tmp_path / "bad").exists()
 
 
+def test_a_verify_is_priced_as_its_requests_queries_over_their_context(tmp_path):
+    from simlab.arm_engines import arm_engines
+    from simlab.config.arms import Arm
+    from simlab.config.hardware import OperationsHardware
+    from simlab.config.scenario import EngineConfig
+    from simlab.hardware import build_cost_model
+    from simlab.hardware.operations_table import BATCH_TOKENS, CONTEXT_TOKENS, engine_time, with_verify_queries
+
+    cfg = OperationsHardware(kind="operations", gpu="h100-sxm", model="qwen3-8b")
+    cost = build_cost_model(cfg, base_dir=tmp_path, file=None)
+    curves, model = load_curves(GPUS["h100-sxm"]), get_model("qwen3-8b")
+    fitted = engine_time("vllm")
+    batch, context, q = BATCH_TOKENS[7], CONTEXT_TOKENS[4], 8  # 128 tokens: 16 requests of 8 queries, 4,096 each
+    requests = batch // q
+    gpu_s = price(decode_operations(model, num_requests=requests, queries_per_request=q,
+                                    context_per_request=context / requests), curves)["total"]
+    verify = with_verify_queries(cost, q)
+    expected = gpu_s + fitted["step_overhead_s"] + fitted["request_overhead_s"] * requests
+    assert verify.verify_s(batch, float(context), requests) == pytest.approx(expected, rel=1e-9)  # a grid point
+    plain = cost.verify_s(batch, float(context), batch)
+    # the same KV read, q-fold attention FLOPs, the engine's time per request over 16 requests instead of 128
+    assert verify.verify_s(batch, float(context), requests) < plain
+    engines = arm_engines(EngineConfig(), [Arm(method="none"), Arm(method="dflash", gamma=7)], cost)
+    assert engines.arms[0].step_cost is cost
+    assert engines.arms[1].step_cost.config.name.endswith("_q8")
+    assert with_verify_queries(cost, 1) is cost
+
+
 def test_a_plan_on_the_operation_model_answers_the_issues_question_with_two_h100s(tmp_path):
     """30 requests/s of 1,000/250 tokens on Qwen3-8B within a mean TPOT of 25 ms and TTFT of 2 s, without
     speculation: aiconfigurator sizes it at 2 H100s; the roofline needs 4 (3 miss at 25.7 ms); the operation model

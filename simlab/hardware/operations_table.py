@@ -2,8 +2,11 @@
 measured kernels (simlab.hardware.kernel_curves), plus the engine's own time, tabulated as a :class:`TableCostModel`
 so that the compiled engine path runs unchanged (docs/operations.md).
 
-A verify cell at B batch tokens and C total context tokens is the GPU time of B decode sequences of C / B tokens
-each, plus ``step_overhead_s`` and ``request_overhead_s`` x B. A prefill chunk is priced as part of the forward it
+A verify cell at B batch tokens and C total context tokens is the GPU time of R = B / q requests of q queries each
+over C / R context tokens each, plus ``step_overhead_s`` and ``request_overhead_s`` x R: q = 1 for plain decoding
+(B decode sequences), and a speculative arm's table verifies 1 + gamma tokens a request (a tree's nodes: each attends
+its request's context, its ancestors under the tree's mask; :func:`with_verify_queries`). A prefill chunk is priced
+as part of the forward it
 joins: the token operations (GEMMs, elementwise kernels) at M = the step's decode + chunk tokens less those at M =
 its decode tokens, plus its causal attention's pairs (a pure prefill step carries ``step_overhead_s`` too). The drafters
 are operations too (simlab.hardware.drafter_operations), with the calibrated roofline's host times; the KV capacity
@@ -40,8 +43,9 @@ def engine_time(stack: str) -> dict:
 
 
 @lru_cache(maxsize=16)
-def table_config(cfg: OperationsHardware, file: Optional[str] = None) -> TableHardware:
-    """The ``kind: table`` config the operation model gives for ``cfg`` (cached per process)."""
+def table_config(cfg: OperationsHardware, file: Optional[str] = None, queries_per_request: int = 1) -> TableHardware:
+    """The ``kind: table`` config the operation model gives for ``cfg`` (cached per process); its verify cells hold
+    ``queries_per_request`` tokens a request."""
     from simlab.hardware.kernel_curves import load_curves, measured_families
     from simlab.hardware.operations import decode_operations, forward_token_operations, prefill_pair_s, price
     from simlab.hardware.drafter_operations import drafter_curves
@@ -62,10 +66,13 @@ def table_config(cfg: OperationsHardware, file: Optional[str] = None) -> TableHa
     step_s = fitted["step_overhead_s"] if cfg.step_overhead_s is None else cfg.step_overhead_s
     request_s = fitted["request_overhead_s"] if cfg.request_overhead_s is None else cfg.request_overhead_s
 
+    q = queries_per_request
+
     def cell(batch: int, context: int) -> float:
-        ops = decode_operations(model, num_requests=batch, context_per_request=context / batch, tensor_parallel=tp,
-                                precision=cfg.precision)
-        return price(ops, curves)["total"] + step_s + request_s * batch
+        requests = batch / q  # (a cell below q tokens: a fraction of a request, read between the grid's points)
+        ops = decode_operations(model, num_requests=requests, queries_per_request=q,
+                                context_per_request=context / requests, tensor_parallel=tp, precision=cfg.precision)
+        return price(ops, curves)["total"] + step_s + request_s * requests
 
     rows = [[cell(b, c) for b in BATCH_TOKENS] for c in CONTEXT_TOKENS]
     forward_s = [step_s + price(forward_token_operations(model, tokens=m, tensor_parallel=tp,
@@ -76,7 +83,8 @@ def table_config(cfg: OperationsHardware, file: Optional[str] = None) -> TableHa
     # a config's model is named by its path
     roofline = roofline_for(gpu_reference(gpu), model.name, cfg.stack, tp, cfg.precision)
     return TableHardware(
-        kind="table", name=f"operations:{gpu.name}_{file_label(model.name)}_{cfg.precision}_tp{tp}",
+        kind="table", name=f"operations:{gpu.name}_{file_label(model.name)}_{cfg.precision}_tp{tp}"
+                           + (f"_q{q}" if q > 1 else ""),
         verify={"batch_tokens": list(BATCH_TOKENS), "context_tokens": list(CONTEXT_TOKENS), "step_s": rows},
         prefill={"batch_tokens": list(PREFILL_TOKENS), "step_s": forward_s, "attention_pair_s": pair_s,
                  "window_pair_s": window_pair_s if window else 0.0, "window_tokens": window},
@@ -91,11 +99,27 @@ def table_config(cfg: OperationsHardware, file: Optional[str] = None) -> TableHa
                                 "drafter_operations), with the roofline's host times per forward and round",
                     "kv_cache_tokens": "the roofline's",
                     "kv_roofline": kv_source(roofline),
-                    "cell": "decode_step GPU time (B sequences of C / B tokens) + step + B x request overhead",
+                    "cell": f"the GPU time of B / {q} requests of {q} queries over C x {q} / B context tokens each + "
+                            f"step + B / {q} x request overhead" if q > 1 else
+                            "decode_step GPU time (B sequences of C / B tokens) + step + B x request overhead",
                     "prefill": "a chunk joins its step's forward: the token operations at M = decode + chunk "
                                "tokens, and its attention pairs"})
 
 
-def build_operations(cfg: OperationsHardware, *, file: Optional[str] = None) -> TableCostModel:
-    """A :class:`TableCostModel` from the operation model's step costs for ``cfg``."""
-    return TableCostModel(table_config(cfg, file), source=file)
+def build_operations(cfg: OperationsHardware, *, file: Optional[str] = None,
+                     queries_per_request: int = 1) -> TableCostModel:
+    """A :class:`TableCostModel` from the operation model's step costs for ``cfg`` (verify cells of
+    ``queries_per_request`` tokens a request)."""
+    cost = TableCostModel(table_config(cfg, file, queries_per_request), source=file)
+    cost.operations_config = (cfg, file)
+    return cost
+
+
+def with_verify_queries(cost, queries_per_request: int):
+    """``cost`` for an arm whose requests verify ``queries_per_request`` tokens a step: a ``kind: operations`` table
+    rebuilt with verify cells of that many queries a request; any other cost model as it is."""
+    given = getattr(cost, "operations_config", None)
+    if given is None or queries_per_request <= 1:
+        return cost
+    cfg, file = given
+    return build_operations(cfg, file=file, queries_per_request=queries_per_request)
