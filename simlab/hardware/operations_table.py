@@ -3,14 +3,14 @@ measured kernels (simlab.hardware.kernel_curves), plus the engine's own time, ta
 so that the compiled engine path runs unchanged (docs/operations.md).
 
 A verify cell at B batch tokens and C total context tokens is the GPU time of R = B / q requests of q queries each
-over C / R context tokens each, plus ``step_overhead_s`` and ``request_overhead_s`` x R: q = 1 for plain decoding
-(B decode sequences), and a speculative arm's table verifies 1 + gamma tokens a request (a tree's nodes: each attends
+over C / R context tokens each, plus ``step_overhead_s`` and ``request_overhead_s`` x R: q = 1 for plain decoding (B
+decode sequences), and a speculative arm's table verifies 1 + gamma tokens a request (a tree's nodes: each attends
 its request's context, its ancestors under the tree's mask; :func:`with_verify_queries`). A prefill chunk is priced
-as part of the forward it
-joins: the token operations (GEMMs, elementwise kernels) at M = the step's decode + chunk tokens less those at M =
-its decode tokens, plus its causal attention's pairs (a pure prefill step carries ``step_overhead_s`` too). The drafters
-are operations too (simlab.hardware.drafter_operations), with the calibrated roofline's host times; the KV capacity
-is the roofline's for the same GPU, model, TP, precision and ``stack`` (simlab.hardware.roofline_tables).
+as part of the forward it joins: the token operations (GEMMs, elementwise kernels) at M = the step's decode + chunk
+tokens less those at M = its decode tokens, plus its causal attention's pairs (a pure prefill step carries
+``step_overhead_s`` too). The drafters are operations too (simlab.hardware.drafter_operations), with the calibrated
+roofline's host times; the KV capacity is the roofline's for the same GPU, model, TP, precision and ``stack``
+(simlab.hardware.roofline_tables).
 
 The engine's own time left out of the scenario is the stack's (:func:`engine_time`): a time a step and a time a
 request fitted on the stack's public runs at low load as what the operations' GPU time does not explain
