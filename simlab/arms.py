@@ -137,5 +137,6 @@ def prepare_arm(arm: Arm, spec: AcceptanceSpec, scheduler, scheduler_cost, step_
     )
     replay = spec.recorded.bind(output_tokens, seed) if spec.recorded is not None else None
     policy = ArmPolicy(method, gamma, scheduler, draws, scheduler_cost, max_batch_tokens, prior_conf, replay, tree,
-                       step_cost=step_cost, max_concurrency=arm.max_concurrency or 0)
+                       step_cost=step_cost, max_concurrency=arm.max_concurrency or 0,
+                       max_drafting=arm.max_drafting or 0)
     return PreparedArm(arm, policy, report)

@@ -69,11 +69,13 @@ SCHEDULERS = {  # every scheduler of the reference-equivalence tests (all served
 }
 
 
-def _policy(name: str, gamma: int, max_batch_tokens: int, cost=CONTEXT_TABLE, max_concurrency: int = 0) -> ArmPolicy:
+def _policy(name: str, gamma: int, max_batch_tokens: int, cost=CONTEXT_TABLE, max_concurrency: int = 0,
+            max_drafting: int = 0) -> ArmPolicy:
     params = dict(SCHEDULERS.get(name, {"kind": name}))
     kind = params.pop("kind")
-    return ArmPolicy("dspark", gamma, make_scheduler(kind, **params), None, cost, max_batch_tokens,
-                     np.linspace(0.9, 0.4, gamma), max_concurrency=max_concurrency)
+    scheduler = make_scheduler(kind, **params)
+    return ArmPolicy("dspark", gamma, scheduler, None, cost, max_batch_tokens, np.linspace(0.9, 0.4, gamma),
+                     max_concurrency=max_concurrency, max_drafting=0 if scheduler.plans_draft else max_drafting)
 
 
 def _stepped(policy, store, roster, num_steps):
@@ -154,7 +156,8 @@ def _check_against_numpy(kind, cost, rng, num_trials):
             policy = _tree_policy(gamma, max_batch_tokens, cost, rng)
         else:  # a third of the arms turn speculation off above a concurrency the block's rosters straddle
             limit = int(rng.integers(1, max(num_rows, 2) + 1)) if trial % 3 == 1 else 0
-            policy = _policy(kind, gamma, max_batch_tokens, cost, limit)
+            most = int(rng.integers(1, max(num_rows, 2) + 1)) if trial % 4 == 2 else 0  # only the first few draft
+            policy = _policy(kind, gamma, max_batch_tokens, cost, limit, most)
         store.lag_steps = policy.lag_steps
         roster.steps[:] = rng.integers(0, 3, num_rows)  # some requests have lagged confidences, some do not
         assert policy.block_kernel() is not None

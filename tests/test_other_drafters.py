@@ -209,3 +209,30 @@ def test_sglang_ngram_drafts_beyond_its_trie_are_exit_2(tmp_path):
         read_arm({"sglang": "--speculative-algorithm NGRAM --speculative-num-draft-tokens 12 "
                             "--speculative-ngram-max-trie-depth 6"}, 2, file="plan.yaml")
     assert "arms[2].sglang.speculative_num_draft_tokens" in str(error.value)
+
+
+def test_only_the_first_max_drafting_requests_draft(tmp_path):
+    path = _scenario(tmp_path, [
+        {"name": "soft", "method": "suffix", "gamma": 4, "scheduler": {"kind": "fixed"}, "max_drafting": 3},
+    ], hardware="h100-sxm_qwen3-8b", concurrency=8, num_requests=64,
+        output_tokens={"dist": "uniform", "low": 50, "high": 600})
+    steps = simulate(path)["soft"].steps
+    decoding = steps["decode_requests"].to_numpy()
+    drafted = steps["drafted_tokens"].to_numpy()
+    on = decoding > 0
+    assert np.all(drafted[on] == 4 * np.minimum(decoding[on], 3))  # Arctic Inference's soft disable_by_batch_size
+    assert np.all(steps["verify_tokens"].to_numpy() <= drafted)
+
+
+@pytest.mark.parametrize("arm", [
+    {"method": "none", "max_drafting": 3},
+    {"method": "dspark", "gamma": 7, "scheduler": {"kind": "adaptive"}, "max_drafting": 3},
+    {"method": "eagle3", "gamma": 3, "tree": {"topk": 2, "num_draft_tokens": 5}, "max_drafting": 3},
+])
+def test_max_drafting_where_it_has_no_meaning_is_refused(arm):
+    from pydantic import ValidationError
+
+    from simlab.config.arms import Arm
+
+    with pytest.raises(ValidationError):
+        Arm(**arm)

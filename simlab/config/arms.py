@@ -7,7 +7,7 @@ from typing import Literal, Optional
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from simlab.config.base import StrictModel
-from simlab.schedulers.registry import DEFAULT_KIND, config_union
+from simlab.schedulers.registry import DEFAULT_KIND, REGISTRY, config_union
 
 Method = Literal["none", "mtp", "eagle3", "dflash", "dspark", "draft_model", "ngram", "suffix"]
 METHODS: tuple[str, ...] = ("none", "mtp", "eagle3", "dflash", "dspark", "draft_model", "ngram", "suffix")
@@ -50,6 +50,9 @@ class Arm(StrictModel):
     # speculation off in a step where more requests decode than this (TensorRT-LLM's max_concurrency; vLLM
     # 0.34's num_speculative_tokens_per_batch_size with 0 drafts above it; TensorRT-LLM's AUTO n-gram sets 32)
     max_concurrency: Optional[int] = Field(default=None, ge=1, le=1_000_000)
+    # at most this many requests draft a step, the first admitted (Arctic Inference's soft disable_by_batch_size,
+    # 64 by default with suffix decoding: above it only the first N requests draft)
+    max_drafting: Optional[int] = Field(default=None, ge=1, le=1_000_000)
 
     @field_validator("gamma")
     @classmethod
@@ -101,6 +104,14 @@ class Arm(StrictModel):
         if self.lookup_depth is not None and self.gamma is not None and self.gamma > self.lookup_depth:
             raise ValueError(f"gamma {self.gamma} is above lookup_depth {self.lookup_depth}: a lookup that stores "
                              f"continuations of at most {self.lookup_depth} tokens cannot propose {self.gamma}")
+        if self.max_drafting is not None:
+            if self.method == "none":
+                raise ValueError("method 'none' drafts nothing: leave max_drafting out")
+            if self.scheduler is not None and REGISTRY[self.scheduler.kind].plan_draft is not None:
+                raise ValueError(f"the {self.scheduler.kind} scheduler plans which requests draft: leave max_drafting "
+                                 "out, or use a scheduler that does not")
+            if self.tree is not None:
+                raise ValueError("a tree arm drafts every request's tree: leave max_drafting out")
         if self.method == "none" and self.max_concurrency is not None:
             raise ValueError("method 'none' drafts nothing: leave max_concurrency out")
         if self.method == "ngram" and self.lookup_window[0] > self.lookup_window[1]:

@@ -227,7 +227,7 @@ def _compiled_block(policy: ArmPolicy, roster: Roster, num_steps: int, store, ke
         code, policy.gamma, policy.max_batch_tokens, threshold, cumulative, slo_ms, lagged, stop_at_finish,
         num_steps, remaining, roster.context, join, steps, base, end, start, store.lag_steps, store.conf,
         store.true_accepted, store.proposed, policy.prior_conf, (grid, draft_spec), cost, price_cost, priced,
-        plans_draft, verified_by_length, policy.max_concurrency)
+        plans_draft, verified_by_length, policy.max_concurrency, policy.max_drafting)
     verify = policy.verify_tokens(lengths) if policy.tree is not None else None
     block = Block(lengths, accepted, emitted, active, context, num_exact, policy.gamma,
                   (draft_len, num_drafting) if plans_draft else None, verify, totals=totals)
@@ -245,6 +245,7 @@ class _Inputs:
     def __init__(self, policy: ArmPolicy, roster: Roster, joined: np.ndarray) -> None:
         self.gamma = policy.gamma
         self.limit = policy.max_concurrency
+        self.most_drafting = policy.max_drafting
         self.roster = roster
         self.joined = joined
         self.proposed = None  # [K, N] positions each step's draft proposes (the draws'), once gathered
@@ -258,6 +259,8 @@ class _Inputs:
         max_len = np.where(active, np.minimum(left - 1, most), 0)
         if self.limit:  # speculation off where more requests decode than the arm's max_concurrency
             max_len = np.where((np.add.reduce(active, axis=1) <= self.limit)[:, None], max_len, 0)
+        if self.most_drafting:  # only the first max_drafting requests decoding (in admission order) draft
+            max_len = np.where(np.add.accumulate(active, axis=1) <= self.most_drafting, max_len, 0)
         context = np.add.reduce(np.where(active, self.roster.context[None, :] + before, 0), axis=1)
         return active, max_len, context
 
@@ -336,10 +339,11 @@ def _schedule(policy: ArmPolicy, true_accepted, draws, active, max_len, context)
     )
     limit = policy.max_concurrency
     if not scheduler.plans_draft:
-        if not limit:
+        if not limit and not policy.max_drafting:
             return scheduler(inputs), None
-        on = (anchors <= limit) & (anchors > 0)
-        return scheduler(inputs), (np.where(on, policy.gamma, 0), np.where(on, anchors, 0))
+        on = ((anchors <= limit) if limit else True) & (anchors > 0)
+        drafting = np.minimum(anchors, policy.max_drafting) if policy.max_drafting else anchors
+        return scheduler(inputs), (np.where(on, policy.gamma, 0), np.where(on, drafting, 0))
     total = context.astype(float)
 
     def draft_cost(draft_len: np.ndarray, num_drafting: np.ndarray) -> np.ndarray:

@@ -38,7 +38,8 @@ ADAPTIVE = REGISTRY["adaptive"].block_code
 @njit(cache=True)
 def run_block(scheduler, gamma, max_batch_tokens, threshold, cumulative, slo_ms, lagged, stop_at_finish, num_steps,
               remaining, context, join, steps, base, end, start, lag_steps, store_conf, store_accepted, store_proposed,
-              prior_conf, draft, cost, price_cost, priced, plans_draft, verified_by_length, max_concurrency):
+              prior_conf, draft, cost, price_cost, priced, plans_draft, verified_by_length, max_concurrency,
+              max_drafting):
     """Step a roster through up to K = ``num_steps`` steps.
 
     Per request r (N rows): ``remaining`` tokens to emit, ``context`` KV tokens held, ``join`` its first decoding
@@ -56,7 +57,8 @@ def run_block(scheduler, gamma, max_batch_tokens, threshold, cumulative, slo_ms,
     verify spec steps are timed on, which the scheduler may read another view of) and draft seconds from
     ``draft`` (the plan's when ``plans_draft``). A
     request that may verify ℓ positions verifies ``verified_by_length[ℓ]`` draft tokens (ℓ; a tree's nodes). A step
-    where more than ``max_concurrency`` (> 0) requests decode drafts and verifies nothing; with ``plans_draft`` the
+    where more than ``max_concurrency`` (> 0) requests decode drafts and verifies nothing, and only the first
+    ``max_drafting`` (> 0) requests decoding draft (never with ``adaptive``); with ``plans_draft`` the
     plan of every step is recorded (a scheduler that plans its draft, or a gamma draft by every request where on).
     Returns lengths, accepted and emitted [K, N], active [K, N], the decode part's total context [K], the draft
     plan (draft length [K], requests drafting [K]; adaptive only), the exact steps, the verify and draft seconds
@@ -116,6 +118,8 @@ def run_block(scheduler, gamma, max_batch_tokens, threshold, cumulative, slo_ms,
                 anchors += 1
                 step_context += context[r] + before[r]
                 row_len[0, r] = min(left - 1, gamma, proposed)
+                if max_drafting > 0 and anchors > max_drafting:  # only the first max_drafting requests draft
+                    row_len[0, r] = 0
                 if own >= end[r]:  # past the draws it holds
                     undrawn = True
             else:
@@ -159,13 +163,13 @@ def run_block(scheduler, gamma, max_batch_tokens, threshold, cumulative, slo_ms,
             most = step.best_budget_step(source, row_len, batch, float(step_context), extra_s, budget, cost, a,
                                          neg)
             step_lengths = step.top_k_step(conf, row_len, max(min(most, budget[0]), 0), a, neg, head)
-        if max_concurrency > 0:
+        if max_concurrency > 0 or max_drafting > 0:
             if not speculating:
                 plan_len[k] = 0
                 plan_num[k] = 0
             elif scheduler != ADAPTIVE:
                 plan_len[k] = gamma if anchors > 0 else 0
-                plan_num[k] = anchors
+                plan_num[k] = min(anchors, max_drafting) if max_drafting > 0 else anchors
         finished = False
         verified = 0
         step_accepted = 0
@@ -214,4 +218,4 @@ def load() -> None:
         for lagged in (False, True):
             run_block(code, 2, 3, 0.5, False, slo_ms, lagged, lagged, 2, remaining, zeros, zeros, zeros, zeros, end,
                       zeros, 1, conf, true_accepted, proposed, conf[0], (np.ones((3, 3)), np.zeros(0)), table, table,
-                      lagged, code == ADAPTIVE, np.arange(3), 0)
+                      lagged, code == ADAPTIVE, np.arange(3), 0, 0)

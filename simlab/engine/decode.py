@@ -42,6 +42,7 @@ class ArmPolicy:
     # the cost model the engine prices verify steps on, where the scheduler reads another view of it (its sps)
     step_cost: Optional[object] = None
     max_concurrency: int = 0  # speculation off in a step where more requests decode than this (0: never off)
+    max_drafting: int = 0  # at most this many requests draft a step, the first admitted (0: every one)
     # caches, never passed in, so that a dataclasses.replace copy (another cost, another scheduler) starts empty
     _draft_grid: list = field(default_factory=list, init=False, repr=False, compare=False)  # [[length, count]]
     _kernel: list = field(default_factory=list, init=False, repr=False, compare=False)  # [the compiled block's]
@@ -166,8 +167,10 @@ class ArmPolicy:
     @property
     def plans_draft(self) -> bool:
         """Whether a block records each step's draft plan (draft length, requests drafting): a scheduler that plans
-        its draft, or an arm whose speculation turns off above ``max_concurrency``."""
-        return bool(self.scheduler is not None and (self.scheduler.plans_draft or self.max_concurrency > 0))
+        its draft, or an arm whose speculation turns off above ``max_concurrency`` or drafts for at most
+        ``max_drafting`` requests."""
+        return bool(self.scheduler is not None
+                    and (self.scheduler.plans_draft or self.max_concurrency > 0 or self.max_drafting > 0))
 
     @property
     def lag_steps(self) -> int:
