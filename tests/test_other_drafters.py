@@ -236,3 +236,30 @@ def test_max_drafting_where_it_has_no_meaning_is_refused(arm):
 
     with pytest.raises(ValidationError):
         Arm(**arm)
+
+
+def test_a_plan_prices_the_other_drafters_on_every_stack_that_serves_them(tmp_path):
+    import json
+
+    plan = {
+        "name": "plan-other-drafters", "seed": 3,
+        "workload": {"kind": "closed_loop", "concurrency": 8, "num_requests": 48,
+                     "prompt_tokens": {"dist": "constant", "value": 800},
+                     "output_tokens": {"dist": "constant", "value": 120}, "domains": {"code_editing": 1.0}},
+        "model": "qwen3-8b", "acceptance": {"kind": "preset", "name": "qwen3-8b"},
+        "arms": [{"name": "no-spec", "method": "none"},
+                 {"name": "ngram", "vllm": {"method": "ngram", "num_speculative_tokens": 5}},
+                 {"name": "suffix", "vllm": {"method": "suffix", "num_speculative_tokens": 5}},
+                 {"name": "draft", "vllm": {"model": "Qwen/Qwen3-0.6B", "num_speculative_tokens": 4}}],
+        "plan": {"sla": "p90_tpot_ms <= 60", "gpus": [{"gpu": "h100-sxm"}], "stack": ["vllm", "sglang"],
+                 "tensor_parallel": [1], "max_gpus": 1},
+    }
+    code, out, err = run_cli("plan", str(write_scenario(tmp_path, plan, "plan.yaml")), "--out", str(tmp_path / "out"))
+    assert code == 0, err
+    result = json.loads((tmp_path / "out" / "plan.json").read_text())
+    priced = {(c["arm"], c["stack"]) for c in result["candidates"] if c.get("metrics")}
+    served = {("ngram", "vllm"), ("ngram", "sglang"), ("suffix", "vllm"), ("draft", "vllm"), ("draft", "sglang")}
+    assert served <= priced
+    assert ("suffix", "sglang") not in priced  # SGLang serves no suffix decoding
+    ngram = next(c for c in result["candidates"] if c["arm"] == "ngram" and c.get("metrics"))
+    assert ngram["metrics"]["spec_decode_acceptance_length"] > 1.5  # code editing repeats its prompt
