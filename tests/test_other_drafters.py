@@ -263,3 +263,34 @@ def test_a_plan_prices_the_other_drafters_on_every_stack_that_serves_them(tmp_pa
     assert ("suffix", "sglang") not in priced  # SGLang serves no suffix decoding
     ngram = next(c for c in result["candidates"] if c["arm"] == "ngram" and c.get("metrics"))
     assert ngram["metrics"]["spec_decode_acceptance_length"] > 1.5  # code editing repeats its prompt
+
+
+def _overlap_trace(tmp_path, shares: list[float]) -> dict:
+    rows = "".join(f"{i * 0.05:.2f},600,400,{share}\n" for i, share in enumerate(shares))
+    (tmp_path / "trace.csv").write_text("t,prompt,output,repeat\n" + rows, encoding="utf-8")
+    return {"kind": "trace", "path": "trace.csv", "domains": {"chat": 1.0},
+            "columns": {"arrival": "t", "prompt_tokens": "prompt", "output_tokens": "output", "overlap": "repeat"}}
+
+
+@pytest.mark.parametrize("share", [0.0, 1.0])
+def test_a_traces_overlap_column_is_each_requests_chance_of_a_match(tmp_path, share):
+    data = {"name": "overlap", "seed": 5, "workload": _overlap_trace(tmp_path, [share] * 40),
+            "hardware": "h100-sxm_qwen3-8b", "acceptance": {"kind": "preset", "name": "qwen3-8b"},
+            "arms": [{"name": "ngram", "method": "ngram", "gamma": 5, "scheduler": {"kind": "fixed"}}]}
+    metrics = simulate(write_scenario(tmp_path, data))["ngram"].metrics
+    if share == 0.0:  # the context never repeats: no round proposes, nothing is verified
+        assert metrics["spec_decode_acceptance_length"] == 1.0
+        assert metrics["mean_verify_tokens_per_request_step"] == 0.0
+    else:  # every round finds a match: chat's conditional curve, all of it
+        chat = shipped_curves()["ngram"].conditional["chat"][:5]
+        expected = 1.0 + float(np.multiply.accumulate(chat).sum())
+        rounds = 40 * 400 / expected
+        assert abs(metrics["spec_decode_acceptance_length"] - expected) < 4 * 2.5 / np.sqrt(rounds)
+
+
+def test_an_overlap_outside_zero_to_one_is_exit_2(tmp_path):
+    data = {"name": "overlap", "seed": 5, "workload": _overlap_trace(tmp_path, [0.5, 1.5]),
+            "hardware": "h100-sxm_qwen3-8b", "acceptance": {"kind": "preset", "name": "qwen3-8b"},
+            "arms": [{"name": "ngram", "method": "ngram", "gamma": 5}]}
+    code, out, err = run_cli("run", str(write_scenario(tmp_path, data)), "--out", str(tmp_path / "out"))
+    assert code == 2 and "line 3, column repeat" in err and "1.5" in err and not (tmp_path / "out").exists()

@@ -136,7 +136,8 @@ Domains = Annotated[dict[str, PositiveFloat], AfterValidator(_check_domains)]
 class TraceColumns(StrictModel):
     """Column names of a generic CSV or JSONL trace, and the unit of the arrival column. For prefix caching,
     ``prefix_group`` names a column whose equal labels share a prompt prefix of ``prefix_tokens`` tokens (a
-    column; without one, the group's shortest prompt)."""
+    column; without one, the group's shortest prompt). ``overlap`` names a column of the share of each request's
+    output that repeats its context (a lookup drafter's chance to find a match, per request)."""
 
     arrival: str = Field(min_length=1)
     prompt_tokens: str = Field(min_length=1)
@@ -145,6 +146,9 @@ class TraceColumns(StrictModel):
     arrival_unit: Literal["s", "ms", "us", "ns", "datetime"] = "s"
     prefix_group: Optional[str] = Field(default=None, min_length=1)
     prefix_tokens: Optional[str] = Field(default=None, min_length=1)
+    # the share (0-1) of each request's output that repeats its context: a lookup drafter's (ngram, suffix) chance
+    # that a round of that request finds a match, in place of its domain's (docs/acceptance.md section 9)
+    overlap: Optional[str] = Field(default=None, min_length=1)
 
 
 def _columns_fit_format(fmt: Optional[str], columns: Optional[TraceColumns]) -> None:

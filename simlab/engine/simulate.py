@@ -245,7 +245,13 @@ def _draw_store(policy: ArmPolicy, requests) -> Optional[DrawStore]:
         return logits + shift[ids][:, None] if shift is not None else logits
 
     match = policy.draws.match_prob
-    match_of = None if match is None else (lambda ids: match[domain[ids]])
+    overlap = requests.overlap
+    if match is None:
+        match_of = None
+    elif overlap is None:
+        match_of = lambda ids: match[domain[ids]]  # noqa: E731
+    else:  # a request's own share of output repeating its context, where the trace gives one
+        match_of = lambda ids: overlap[ids]  # noqa: E731
     return DrawStore(policy.draws, base_logit_of, requests.output_tokens, policy.lag_steps, match_of)
 
 

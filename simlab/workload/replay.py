@@ -48,6 +48,7 @@ def build_trace_workload(cfg: TraceWorkload, *, base_dir: Path, seed: int, file:
         domain=domain,
         domain_names=names,
         prefix_ids=_prefix_ids(table, cfg, num_kept) if prefix_ids else None,
+        overlap=None if table.overlap is None else table.overlap[:num_kept].copy(),
     )
     source = {
         "kind": "trace",
@@ -63,6 +64,8 @@ def build_trace_workload(cfg: TraceWorkload, *, base_dir: Path, seed: int, file:
         "duration_s": float(requests.arrival_s[-1]),
         "domains": domain_source,
     }
+    if table.overlap is not None:
+        source["overlap"] = {"column": cfg.columns.overlap, "mean": round(float(table.overlap[:num_kept].mean()), 6)}
     if location.shipped:
         source["licence"] = location.shipped.licence
     return Workload(requests=requests, closed_loop=None, source=source)

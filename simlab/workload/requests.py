@@ -25,6 +25,8 @@ class Requests:
     domain: np.ndarray  # int16 [N]
     domain_names: tuple[str, ...]
     prefix_ids: Optional[tuple[np.ndarray, np.ndarray]] = None  # (offsets int64 [N+1], hash ids int64 [M])
+    # float64 [N]: the share of each output repeating its context (a trace's overlap column); None: not given
+    overlap: Optional[np.ndarray] = None
 
     def __post_init__(self) -> None:
         fields = {
@@ -50,6 +52,10 @@ class Requests:
             raise ValueError("Requests.domain_names must name at least one domain")
         if num_requests and (self.domain.min() < 0 or self.domain.max() >= len(self.domain_names)):
             raise ValueError("Requests.domain must index domain_names")
+        if self.overlap is not None:
+            if self.overlap.shape != (num_requests,) or not np.all((self.overlap >= 0.0) & (self.overlap <= 1.0)):
+                raise ValueError("Requests.overlap must hold a share from 0 to 1 per request")
+            self.overlap.setflags(write=False)
 
     def __len__(self) -> int:
         return len(self.arrival_s)
@@ -65,7 +71,8 @@ class Requests:
             gather = np.repeat(starts - new_offsets[:-1], counts) + np.arange(int(new_offsets[-1]))
             prefix_ids = (new_offsets, ids[gather])
         return Requests(self.arrival_s[index], self.prompt_tokens[index], self.output_tokens[index],
-                        self.domain[index], self.domain_names, prefix_ids)
+                        self.domain[index], self.domain_names, prefix_ids,
+                        None if self.overlap is None else self.overlap[index])
 
     def domain_labels(self) -> np.ndarray:
         """The domain name of each request (an object array of str)."""

@@ -57,6 +57,15 @@ def arrival_offsets_s(values: pd.Series, column: str, unit: str) -> np.ndarray:
     return (numbers - numbers.min()) / _UNITS_PER_SECOND[unit]
 
 
+def shares(values: pd.Series, column: str) -> np.ndarray:
+    """A column of shares as float64, each from 0 to 1."""
+    valid = "a share from 0 to 1"
+    _reject_bools(values, column, valid)
+    numbers = _numbers(values, column, valid)
+    _fail(values, column, (numbers < 0.0) | (numbers > 1.0), "not between 0 and 1", valid)
+    return numbers
+
+
 def labels(values: pd.Series, column: str) -> np.ndarray:
     """A column of domain labels as an array of non-empty str."""
     text = values.astype(object)

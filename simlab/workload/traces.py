@@ -21,7 +21,7 @@ import pandas as pd
 from simlab.common.errors import InputError
 from simlab.config.workload import TraceColumns
 from simlab.workload.trace_formats import CONTAINER, PRESET_COLUMNS, STANDARD_COLUMNS, infer_format, open_text
-from simlab.workload.trace_values import BadValue, arrival_offsets_s, labels, token_counts
+from simlab.workload.trace_values import BadValue, arrival_offsets_s, labels, shares, token_counts
 
 LineOf = Callable[[int], int]
 """Maps a data row index (0-based) to its line number in the file (1-based)."""
@@ -55,6 +55,7 @@ class TraceTable:
     domain_labels: Optional[np.ndarray]
     was_sorted: bool
     order: Optional[np.ndarray] = None  # the rows of the file in the order given (None: the file's order)
+    overlap: Optional[np.ndarray] = None  # float64 [N]: a column's share of each output repeating its context
 
     def __len__(self) -> int:
         return len(self.arrival_s)
@@ -80,7 +81,12 @@ def read_trace(
         where = "domain_column" if domain_column else "columns.domain"
         raise InputError(f"no such column in {path}", file=origin.file, field=origin.field(where),
                          value=domain_col, valid=_listing(header))
+    overlap_col = cols.overlap
+    if overlap_col is not None and overlap_col not in header:
+        raise InputError(f"no such column in {path}", file=origin.file, field=origin.field("columns.overlap"),
+                         value=overlap_col, valid=_listing(header))
     names = [cols.arrival, cols.prompt_tokens, cols.output_tokens] + ([domain_col] if domain_col else [])
+    names += [overlap_col] if overlap_col else []
     reader = _read_csv if CONTAINER[fmt] == "csv" else _read_jsonl
     frame, line_of = reader(path, names, cols.arrival_unit == "datetime")
     if len(frame) == 0:
@@ -90,6 +96,7 @@ def read_trace(
         prompt = token_counts(frame[cols.prompt_tokens], cols.prompt_tokens)
         output = token_counts(frame[cols.output_tokens], cols.output_tokens)
         domain = labels(frame[domain_col], domain_col) if domain_col else None
+        overlap = shares(frame[overlap_col], overlap_col) if overlap_col else None
     except BadValue as bad:
         raise InputError(bad.problem, file=path, field=f"line {line_of(bad.row)}, column {bad.column}",
                          value=bad.value, valid=bad.valid) from None
@@ -108,8 +115,9 @@ def read_trace(
         order = np.argsort(arrival_s, kind="stable")
         arrival_s, prompt, output = arrival_s[order], prompt[order], output[order]
         domain = domain[order] if domain is not None else None
+        overlap = overlap[order] if overlap is not None else None
     return TraceTable(path=path, format=fmt, arrival_s=arrival_s, prompt_tokens=prompt, output_tokens=output,
-                      domain_labels=domain, was_sorted=was_sorted, order=order)
+                      domain_labels=domain, was_sorted=was_sorted, order=order, overlap=overlap)
 
 
 def _columns_for(
