@@ -82,8 +82,12 @@ def table_config(cfg: OperationsHardware, file: Optional[str] = None, queries_pe
     window = model.hybrid.window_tokens if model.hybrid is not None and model.hybrid.num_window_layers else None
     # a config's model is named by its path
     roofline = roofline_for(gpu_reference(gpu), model.name, cfg.stack, tp, cfg.precision)
+    from simlab.hardware.stacks import get_stack
+
+    graphs = list(get_stack(cfg.stack).capture_sizes)  # a decode step pads to the stack's next CUDA graph
     return TableHardware(
-        kind="table", name=f"operations:{gpu.name}_{file_label(model.name)}_{cfg.precision}_tp{tp}"
+        kind="table", cuda_graph_buckets=graphs or None,
+        name=f"operations:{gpu.name}_{file_label(model.name)}_{cfg.precision}_tp{tp}"
                            + (f"_q{q}" if q > 1 else ""),
         verify={"batch_tokens": list(BATCH_TOKENS), "context_tokens": list(CONTEXT_TOKENS), "step_s": rows},
         prefill={"batch_tokens": list(PREFILL_TOKENS), "step_s": forward_s, "attention_pair_s": pair_s,
