@@ -183,6 +183,21 @@ def test_a_verify_is_priced_as_its_requests_queries_over_their_context(tmp_path)
     assert with_verify_queries(cost, 1) is cost
 
 
+def test_operations_pad_steps_to_the_stacks_graphs_and_schedulers_read_the_engines_view(tmp_path):
+    from simlab.config.hardware import OperationsHardware
+    from simlab.hardware import build_cost_model
+    from simlab.hardware.sps_view import default_view, scheduler_view
+    from simlab.hardware.stacks import get_stack
+
+    for stack, view in (("vllm", "monotone"), ("sglang", "smooth")):
+        cost = build_cost_model(OperationsHardware(kind="operations", gpu="h100-sxm", model="qwen3-8b", stack=stack),
+                                base_dir=tmp_path, file=None)
+        assert cost.buckets.sizes == list(get_stack(stack).capture_sizes)
+        assert cost.verify_s(33, 33_000.0) == cost.verify_s(40, 33_000.0)  # 33 tokens run the graph of 40
+        # a load-aware scheduler reads its engine's view, not the staircase (it would stop at the first bucket edge)
+        assert default_view(cost) == view and not scheduler_view(cost, None).buckets.enabled
+
+
 def test_a_plan_on_the_operation_model_answers_the_issues_question_with_two_h100s(tmp_path):
     """30 requests/s of 1,000/250 tokens on Qwen3-8B within a mean TPOT of 25 ms and TTFT of 2 s, without
     speculation: aiconfigurator sizes it at 2 H100s; the roofline needs 4 (3 miss at 25.7 ms); the operation model

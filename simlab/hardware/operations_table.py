@@ -94,7 +94,8 @@ def table_config(cfg: OperationsHardware, file: Optional[str] = None, queries_pe
                  "window_pair_s": window_pair_s if window else 0.0, "window_tokens": window},
         kv_cache_tokens=kv_tokens(roofline),
         draft={} if roofline is None else drafter_curves(model, curves, roofline.params, tp, cfg.precision),
-        provenance={"source": "the model's operations priced by kernel curves", "curves": curves.source,
+        provenance={"source": "the model's operations priced by kernel curves", "stack": cfg.stack,
+                    "curves": curves.source,
                     "priced_by": measured_families(curves, cfg.precision),
                     "engine_overhead": {"step_overhead_s": step_s, "request_overhead_s": request_s,
                                         "from": "the scenario" if given else

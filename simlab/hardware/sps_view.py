@@ -35,6 +35,8 @@ def stack_of(cost: CostModel) -> Optional[str]:
     if params is not None and getattr(params, "stack", None):
         return params.stack
     provenance = getattr(getattr(cost, "config", None), "provenance", None) or {}
+    if isinstance(provenance, dict) and isinstance(provenance.get("stack"), str):  # kind: operations names it
+        return provenance["stack"]
     source = provenance.get("source") if isinstance(provenance, dict) else None
     if isinstance(source, dict):
         return (source.get("parameters") or {}).get("stack", "vllm" if source.get("gpu") else None)
