@@ -202,13 +202,13 @@ def summary_document(built: Built, outcomes: list[ArmOutcome]) -> dict:
         "arms": {o.name: o.metrics for o in outcomes},
         "workload": built.workload.source,
         "hardware": built.cost.describe(),
-        "acceptance": _acceptance_source(built.spec.source, {arm.method for arm in sc.arms}),
+        "acceptance": acceptance_source(built.spec.source, {arm.method for arm in sc.arms}),
         "engine": {"kv_cache_tokens": built.kv_capacity},
         "simlab_version": __version__,
     }
 
 
-def _acceptance_source(source: dict, methods: set[str]) -> dict:
+def acceptance_source(source: dict, methods: set[str]) -> dict:
     """The acceptance's source, naming simlab's shipped curves for the other drafters only where an arm drafts with
     one."""
     shipped = {m: text for m, text in source.get("other_drafters", {}).items() if m in methods}

@@ -261,6 +261,7 @@ def test_a_plan_prices_the_other_drafters_on_every_stack_that_serves_them(tmp_pa
     served = {("ngram", "vllm"), ("ngram", "sglang"), ("suffix", "vllm"), ("draft", "vllm"), ("draft", "sglang")}
     assert served <= priced
     assert ("suffix", "sglang") not in priced  # SGLang serves no suffix decoding
+    assert set(result["acceptance"]["other_drafters"]) == {"ngram", "suffix", "draft_model"}  # the sources stated
     ngram = next(c for c in result["candidates"] if c["arm"] == "ngram" and c.get("metrics"))
     assert ngram["metrics"]["spec_decode_acceptance_length"] > 1.5  # code editing repeats its prompt
 

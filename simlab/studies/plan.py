@@ -182,6 +182,7 @@ def plan_document(spec: PlanSpec, families: list[Family], search: PlanSearch, re
         "sensitivity": spread,
         "prices": {name: {"usd_per_hour": p.usd_per_hour, "source": p.source, "date": p.date}
                    for name, p in spec.prices.items()},
+        "acceptance": acceptance_source(spec),
         "search": {"num_layouts": len({f.layout for f in families}), "num_families": len(families),
                    "num_candidate_deployments": space, "num_simulated": result.num_simulated,
                    "num_from_earlier_run": result.num_cached, "wall_s": round(result.wall_s, 3),
@@ -194,6 +195,20 @@ def plan_document(spec: PlanSpec, families: list[Family], search: PlanSearch, re
     }
     document["verdict"] = verdict(document)
     return {"verdict": document.pop("verdict"), **document}
+
+
+def acceptance_source(spec: PlanSpec) -> dict:
+    """Where the plan's acceptance comes from, as a run's summary says it (simlab's shipped curves of the other
+    drafters named for the methods its arms draft with)."""
+    from simlab.acceptance import build_acceptance
+    from simlab.config.loading import scenario_from_data
+    from simlab.runner import acceptance_source as summary_source
+
+    probe = {**spec.base, "hardware": {"kind": "roofline", "gpu": next(iter(spec.prices)), "model": spec.model},
+             "arms": [a.arm for a in spec.arms]}
+    scenario = scenario_from_data(probe, file=spec.file).scenario
+    built = build_acceptance(scenario.acceptance, file=spec.file)
+    return summary_source(built.source, {arm.method for arm in scenario.arms})
 
 
 def csv_rows(spec: PlanSpec, families: list[Family], document: dict) -> tuple[list[str], list[list[Any]]]:
