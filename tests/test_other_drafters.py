@@ -295,3 +295,44 @@ def test_an_overlap_outside_zero_to_one_is_exit_2(tmp_path):
             "arms": [{"name": "ngram", "method": "ngram", "gamma": 5}]}
     code, out, err = run_cli("run", str(write_scenario(tmp_path, data)), "--out", str(tmp_path / "out"))
     assert code == 2 and "line 3, column repeat" in err and "1.5" in err and not (tmp_path / "out").exists()
+
+
+def test_a_draft_model_at_tensor_parallelism_one_runs_whole_on_every_gpu(tmp_path):
+    from simlab.config.arms import Arm
+    from simlab.config.hardware import RooflineHardware
+    from simlab.hardware import build_cost_model
+    from simlab.hardware.other_drafters import draft_model_shapes, other_drafter_cost
+    from simlab.hardware.specs import get_model
+
+    cost = build_cost_model(RooflineHardware(kind="roofline", gpu="h100-sxm", model="llama-3-70b",
+                                             tensor_parallel=4), base_dir=tmp_path, file=None)
+    small = get_model("llama-3.2-1b")
+    split = other_drafter_cost(Arm(method="draft_model", gamma=4, draft_model="llama-3.2-1b"), 1, cost)
+    whole = other_drafter_cost(Arm(method="draft_model", gamma=4, draft_model="llama-3.2-1b",
+                                   draft_tensor_parallel=1), 1, cost)
+    one, _ = draft_model_shapes(small, 1, "bf16")
+    four, _ = draft_model_shapes(small, 4, "bf16")
+    assert one.num_allreduces == 0 and four.num_allreduces == 2 * small.num_layers
+    assert one.weight_bytes == pytest.approx(4 * four.weight_bytes)
+    host, round_s = cost.params.draft_forward_overhead_s, cost.params.spec_round_overhead_s
+    forward = one.time_s(cost.device, small.hidden_size, 8.0, 8.0, 8000.0)
+    assert whole.draft_s("draft_model", 4, 8, 8000.0) == pytest.approx(4 * (forward + host) + round_s, rel=1e-12)
+    assert whole.kv_cache_tokens() < split.kv_cache_tokens()  # every GPU holds the whole small model and its KV
+    path = _scenario(tmp_path, [{"name": "bad", "method": "draft_model", "gamma": 4, "draft_model": "llama-3.2-1b",
+                                 "draft_tensor_parallel": 2}],
+                     hardware={"kind": "roofline", "gpu": "h100-sxm", "model": "llama-3-70b", "tensor_parallel": 4},
+                     num_requests=10)
+    code, out, err = run_cli("run", str(path), "--out", str(tmp_path / "out"))
+    assert code == 2 and "arms[1].draft_tensor_parallel" in err and "1 or 4" in err
+
+
+def test_vllm_draft_tensor_parallel_size_is_read_and_written_back():
+    from simlab.studies.launch import vllm_speculative_config
+    from simlab.studies.plan_arms import read_arm
+
+    config = {"model": "meta-llama/Llama-3.2-1B", "num_speculative_tokens": 4, "draft_tensor_parallel_size": 1}
+    arm = read_arm({"vllm": config}, 0, file="plan.yaml").arm
+    assert arm == {"method": "draft_model", "gamma": 4, "draft_model": "meta-llama/Llama-3.2-1B",
+                   "draft_tensor_parallel": 1}
+    written = vllm_speculative_config(arm, "meta-llama/Meta-Llama-3-70B", None)
+    assert written["draft_tensor_parallel_size"] == 1 and written["method"] == "draft_model"

@@ -41,6 +41,9 @@ class Arm(StrictModel):
     tree: Optional[TreeConfig] = None
     # method draft_model: the small model that drafts (a catalogue name or a config.json, as hardware's model:)
     draft_model: Optional[str] = Field(default=None, min_length=1)
+    # its tensor parallelism: the target's (left out) or 1 (vLLM's draft_tensor_parallel_size: every GPU then runs
+    # the whole small model)
+    draft_tensor_parallel: Optional[int] = Field(default=None, ge=1, le=64)
     # method ngram: the shortest and longest n-gram matched in the context (vLLM's prompt_lookup_min/max)
     prompt_lookup_min: Optional[int] = Field(default=None, ge=1, le=64)
     prompt_lookup_max: Optional[int] = Field(default=None, ge=1, le=64)
@@ -94,8 +97,8 @@ class Arm(StrictModel):
     def _method_fields(self) -> "Arm":
         if self.method == "draft_model" and self.draft_model is None:
             raise ValueError("method 'draft_model' needs draft_model: the small model's catalogue name or config.json")
-        if self.method != "draft_model" and self.draft_model is not None:
-            raise ValueError(f"draft_model names the drafter of method 'draft_model', not of {self.method!r}")
+        if self.method != "draft_model" and (self.draft_model is not None or self.draft_tensor_parallel is not None):
+            raise ValueError(f"draft_model and draft_tensor_parallel are method 'draft_model''s, not {self.method!r}'s")
         lookup = (self.prompt_lookup_min, self.prompt_lookup_max)
         if self.method != "ngram" and lookup != (None, None):
             raise ValueError(f"prompt_lookup_min/max are method 'ngram''s, not {self.method!r}'s")

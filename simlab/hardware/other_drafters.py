@@ -22,8 +22,9 @@ from simlab.hardware.specs import BF16_BYTES, ModelConfig
 def draft_model_shapes(draft: ModelConfig, tensor_parallel: int,
                        kv_precision: str) -> tuple[ForwardShape, ForwardShape]:
     """One decode forward of the small model (its layers, LM head and sampling over R tokens) and one over a prompt
-    (its layers only), on one GPU of ``tensor_parallel``."""
+    (its layers only), on one GPU of ``tensor_parallel`` (1: every GPU runs the whole model, no all-reduce)."""
     tp = tensor_parallel
+    allreduces = 2 * draft.num_layers if tp > 1 else 0
     kv_bytes = draft.kv_bytes_per_token(kv_heads_per_gpu(draft, tp), KV_BYTES[kv_precision])
     layers = draft.num_layers
     body = draft.body_matmul_params
@@ -33,7 +34,7 @@ def draft_model_shapes(draft: ModelConfig, tensor_parallel: int,
         kv_bytes_per_context_token=kv_bytes,
         flops_per_token=2.0 * (body + draft.lm_head_params) / tp,
         attn_flops_per_query_context=draft.attention_flops_per_context_token / tp,
-        num_allreduces=2 * layers,
+        num_allreduces=allreduces,
         kernels=layers * LAYER_KERNELS + LM_HEAD_KERNELS + SAMPLING_KERNELS,
     )
     prefill = ForwardShape(
@@ -41,7 +42,7 @@ def draft_model_shapes(draft: ModelConfig, tensor_parallel: int,
         kv_bytes_per_context_token=kv_bytes,
         flops_per_token=2.0 * body / tp,
         attn_flops_per_query_context=draft.attention_flops_per_context_token / tp,
-        num_allreduces=2 * layers,
+        num_allreduces=allreduces,
         kernels=layers * LAYER_KERNELS,
     )
     return step, prefill
@@ -52,19 +53,20 @@ def draft_model_weight_bytes(draft: ModelConfig, tensor_parallel: int) -> float:
     return draft.total_params * BF16_BYTES / tensor_parallel
 
 
-def with_draft_model(cost: Any, draft: ModelConfig) -> Optional[Any]:
+def with_draft_model(cost: Any, draft: ModelConfig, draft_tp: Optional[int] = None) -> Optional[Any]:
     """A copy of ``cost`` whose drafter prices ``draft_model`` as ``draft``'s forwards (its KV per token and its
     prompt forward too), and whose KV capacity gives up what the small model's weights and KV take. A table (a
     shipped profile, ``kind: operations``) prices them on the roofline it was derived from (its provenance); None
-    where there is none."""
+    where there is none. ``draft_tp``: the small model's tensor parallelism (default the target's)."""
     drafter = getattr(cost, "drafter", None)
     if drafter is None or not hasattr(drafter, "draft_model_step"):
-        return _table_with_draft_model(cost, draft)
-    step, prefill = draft_model_shapes(draft, cost.tp, cost.params.kv_precision)
+        return _table_with_draft_model(cost, draft, draft_tp)
+    draft_tp = cost.tp if draft_tp is None else draft_tp
+    step, prefill = draft_model_shapes(draft, draft_tp, cost.params.kv_precision)
     copied = copy.copy(cost)
     copied.drafter = copy.copy(drafter)
     copied.drafter.draft_model_step, copied.drafter.draft_model_prefill = step, prefill
-    budget = cost.kv_cache_tokens() * cost.kv_bytes_per_token / cost.groups - draft_model_weight_bytes(draft, cost.tp)
+    budget = cost.kv_cache_tokens() * cost.kv_bytes_per_token / cost.groups - draft_model_weight_bytes(draft, draft_tp)
     per_token = cost.kv_bytes_per_token + step.kv_bytes_per_context_token
     copied._kv_cache_tokens = max(0, int(budget // per_token)) // KV_BLOCK_TOKENS * KV_BLOCK_TOKENS * cost.groups
     copied.draft_model_name = draft.name
@@ -93,16 +95,17 @@ def source_roofline(table: Any) -> Optional[Any]:
     return build_roofline(config)
 
 
-def _table_with_draft_model(table: Any, draft: ModelConfig) -> Optional[Any]:
+def _table_with_draft_model(table: Any, draft: ModelConfig, draft_tp: Optional[int] = None) -> Optional[Any]:
     """A copy of a table whose drafter methods are its source roofline's with ``draft`` drafting (see
     :func:`with_draft_model`); None without a source roofline."""
     roofline = source_roofline(table)
     tokens = table.kv_cache_tokens() if hasattr(table, "kv_cache_tokens") else None
     if roofline is None or not tokens:
         return None
-    priced = with_draft_model(roofline, draft)
+    draft_tp = roofline.tp if draft_tp is None else draft_tp
+    priced = with_draft_model(roofline, draft, draft_tp)
     step = priced.drafter.draft_model_step
-    budget = tokens * roofline.kv_bytes_per_token / roofline.groups - draft_model_weight_bytes(draft, roofline.tp)
+    budget = tokens * roofline.kv_bytes_per_token / roofline.groups - draft_model_weight_bytes(draft, draft_tp)
     per_token = roofline.kv_bytes_per_token + step.kv_bytes_per_context_token
     capacity = max(0, int(budget // per_token)) // KV_BLOCK_TOKENS * KV_BLOCK_TOKENS * roofline.groups
     copied = copy.copy(table)
@@ -149,12 +152,18 @@ def other_drafter_cost(arm: Any, index: int, cost: Any, file: Optional[str] = No
         raise InputError(f"the draft model's vocabulary ({draft.vocab_size}) is not the target's "
                          f"({target.vocab_size}): its tokens could not be verified", file=file, field=field,
                          value=arm.draft_model, valid=f"a model of {target.name}'s tokenizer")
-    priced = with_draft_model(cost, draft)
-    tp = getattr(cost, "tp", None) or getattr(source_roofline(cost), "tp", 1)
+    target_tp = getattr(cost, "tp", None) or getattr(source_roofline(cost), "tp", 1)
+    tp = target_tp if arm.draft_tensor_parallel is None else arm.draft_tensor_parallel
+    if tp not in (1, target_tp):
+        raise InputError(f"vLLM runs a draft model at tensor parallelism 1 or the target's ({target_tp}) "
+                         "(vllm/config/speculative.py:1530-1551 @v0.34.0)", file=file,
+                         field=f"arms[{index}].draft_tensor_parallel", value=tp, valid=f"1 or {target_tp}")
     if tp > 1 and (draft.num_heads % tp or draft.num_kv_heads % tp and tp % draft.num_kv_heads):
         raise InputError(f"the draft model's {draft.num_heads} heads do not split over {tp} GPUs (vLLM runs it at "
-                         "the target's tensor parallelism)", file=file, field=field, value=arm.draft_model,
-                         valid=f"a model whose heads split {tp} ways")
+                         "the target's tensor parallelism unless draft_tensor_parallel is 1)", file=file, field=field,
+                         value=arm.draft_model,
+                         valid=f"a model whose heads split {tp} ways, or draft_tensor_parallel: 1")
+    priced = with_draft_model(cost, draft, tp)
     if not priced.kv_cache_tokens():
         raise InputError(f"the draft model's weights leave no KV space beside {target.name}", file=file, field=field,
                          value=arm.draft_model, valid="a smaller draft model, or more GPUs")

@@ -69,6 +69,8 @@ def vllm_speculative_config(arm: dict, hf_id: str, drafter: Optional[str]) -> Op
     config: dict[str, Any] = {"method": VLLM_METHODS[method]}
     if method == "draft_model":
         config["model"] = draft_model_id(arm)
+        if arm.get("draft_tensor_parallel") is not None:
+            config["draft_tensor_parallel_size"] = int(arm["draft_tensor_parallel"])
     elif method not in NO_CHECKPOINT:
         config["model"] = drafter or drafter_placeholder(method, hf_id)
     config["num_speculative_tokens"] = gamma = int(arm["gamma"])

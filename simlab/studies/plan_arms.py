@@ -28,7 +28,7 @@ SGLANG_KEYS = ("speculative_algorithm", "speculative_draft_model_path", "specula
                "speculative_ngram_max_trie_depth")
 SGLANG_NGRAM_DRAFT_TOKENS = 12  # python/sglang/srt/arg_groups/speculative_hook.py:1314-1323 @v0.5.23
 SIMLAB_KEYS = ("name", "method", "gamma", "scheduler", "calibration", "tree", "draft_model", "prompt_lookup_min",
-               "prompt_lookup_max", "max_concurrency", "lookup_depth")
+               "prompt_lookup_max", "max_concurrency", "lookup_depth", "draft_tensor_parallel")
 FORMS = ("method (none, mtp, eagle3, dflash, dspark, draft_model, ngram, suffix) with gamma, or vllm: "
          "{speculative_config}, or sglang: {...} / '--speculative-* flags'")
 
@@ -130,6 +130,8 @@ def _from_vllm(spec: Any, field: str, file: str) -> tuple[dict, Optional[str]]:
             raise InputError("is needed by method draft_model (the small model)", file=file, field=f"{field}.model",
                              valid="a catalogue name, a Hugging Face id such as Qwen/Qwen3-0.6B, or a config.json")
         arm["draft_model"] = str(spec["model"])
+        if spec.get("draft_tensor_parallel_size") is not None:
+            arm["draft_tensor_parallel"] = spec["draft_tensor_parallel_size"]
     schedule = spec.get("num_speculative_tokens_per_batch_size")
     if schedule is not None:
         arm["max_concurrency"] = _off_above(schedule, gamma, f"{field}.num_speculative_tokens_per_batch_size", file)
