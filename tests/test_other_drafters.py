@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from helpers import flat_table, run_cli, simulate, write_scenario
 
-from simlab.acceptance.other_drafters import expected_tokens_per_round, shipped_curves
+from simlab.acceptance.other_drafters import shipped_tokens_per_round, shipped_curves
 
 REPLAYED_TAU = {  # scripts/derive_lookup_acceptance.py's replay of SpecDecode-Bench's released n-gram records
     "chat": {1: 1.236, 3: 1.395, 5: 1.451, 16: 1.524},
@@ -22,7 +22,7 @@ def test_ngram_curves_reproduce_the_replayed_tokens_per_round(domain):
         # exact (to the figures' rounding) up to gamma 9; beyond, where a replay's increment rises again, the curve
         # keeps the survival from rising and gives up to 0.033 token a round less (code editing at gamma 16)
         tolerance = 6e-4 if gamma <= 9 else 0.035
-        assert expected_tokens_per_round("ngram", domain, gamma) == pytest.approx(tau, abs=tolerance)
+        assert shipped_tokens_per_round("ngram", domain, gamma) == pytest.approx(tau, abs=tolerance)
 
 
 def test_shipped_curves_are_probabilities_with_sources():
@@ -58,7 +58,7 @@ def test_lookup_arm_emits_the_closed_form_and_verifies_what_the_release_verifies
                      hardware=hardware, output=2000, num_requests=64)
     outcome = simulate(path)["lookup"]
     metrics = outcome.metrics
-    expected = expected_tokens_per_round(method, "chat", gamma)
+    expected = shipped_tokens_per_round(method, "chat", gamma)
     per_round = metrics["spec_decode_acceptance_length"]
     # rounds are iid given the domain: their tokens have sd under gamma / 2, and ~ 64 x 2000 / 1.5 rounds were drawn
     rounds = 64 * 2000 / expected

@@ -53,22 +53,41 @@ def draft_model_weight_bytes(draft: ModelConfig, tensor_parallel: int) -> float:
     return draft.total_params * BF16_BYTES / tensor_parallel
 
 
-def with_draft_model(cost: Any, draft: ModelConfig, draft_tp: Optional[int] = None) -> Optional[Any]:
+def pricing_roofline(cost: Any) -> Optional[Any]:
+    """The roofline a draft model is priced on: ``cost`` itself, or the one a table was derived from (None)."""
+    drafter = getattr(cost, "drafter", None)
+    return cost if drafter is not None and hasattr(drafter, "draft_model_step") else source_roofline(cost)
+
+
+def with_draft_model(cost: Any, draft: ModelConfig, draft_tp: Optional[int] = None,
+                     roofline: Optional[Any] = None) -> Optional[Any]:
     """A copy of ``cost`` whose drafter prices ``draft_model`` as ``draft``'s forwards (its KV per token and its
     prompt forward too), and whose KV capacity gives up what the small model's weights and KV take. A table (a
-    shipped profile, ``kind: operations``) prices them on the roofline it was derived from (its provenance); None
-    where there is none. ``draft_tp``: the small model's tensor parallelism (default the target's)."""
-    drafter = getattr(cost, "drafter", None)
-    if drafter is None or not hasattr(drafter, "draft_model_step"):
-        return _table_with_draft_model(cost, draft, draft_tp)
-    draft_tp = cost.tp if draft_tp is None else draft_tp
-    step, prefill = draft_model_shapes(draft, draft_tp, cost.params.kv_precision)
-    copied = copy.copy(cost)
-    copied.drafter = copy.copy(drafter)
-    copied.drafter.draft_model_step, copied.drafter.draft_model_prefill = step, prefill
-    budget = cost.kv_cache_tokens() * cost.kv_bytes_per_token / cost.groups - draft_model_weight_bytes(draft, draft_tp)
-    per_token = cost.kv_bytes_per_token + step.kv_bytes_per_context_token
-    copied._kv_cache_tokens = max(0, int(budget // per_token)) // KV_BLOCK_TOKENS * KV_BLOCK_TOKENS * cost.groups
+    shipped profile, ``kind: operations``) prices them on the roofline it was derived from (its provenance; given
+    as ``roofline`` where the caller has it); None where there is none. ``draft_tp``: the small model's tensor
+    parallelism (default the target's)."""
+    roofline = roofline or pricing_roofline(cost)
+    tokens = cost.kv_cache_tokens() if hasattr(cost, "kv_cache_tokens") else None
+    if roofline is None or not tokens:
+        return None
+    draft_tp = roofline.tp if draft_tp is None else draft_tp
+    step, prefill = draft_model_shapes(draft, draft_tp, roofline.params.kv_precision)
+    priced = copy.copy(roofline)
+    priced.drafter = copy.copy(roofline.drafter)
+    priced.drafter.draft_model_step, priced.drafter.draft_model_prefill = step, prefill
+    # the small model's weights and its KV per token come out of the KV cache of each attention group
+    budget = tokens * roofline.kv_bytes_per_token / roofline.groups - draft_model_weight_bytes(draft, draft_tp)
+    per_token = roofline.kv_bytes_per_token + step.kv_bytes_per_context_token
+    capacity = max(0, int(budget // per_token)) // KV_BLOCK_TOKENS * KV_BLOCK_TOKENS * roofline.groups
+    if cost is roofline:
+        priced._kv_cache_tokens = capacity
+        copied = priced
+    else:  # a table: its own verify and prefill, the roofline's drafter
+        copied = copy.copy(cost)
+        copied.draft_reads_context = True  # the small model reads its KV over the requests' context
+        for name in ("draft_s", "draft_kernel", "draft_kv_bytes_per_token", "draft_prefill_s"):
+            setattr(copied, name, getattr(priced, name))
+        copied.kv_cache_tokens = lambda: capacity
     copied.draft_model_name = draft.name
     return copied
 
@@ -79,13 +98,8 @@ def source_roofline(table: Any) -> Optional[Any]:
     from simlab.config.hardware import RooflineHardware
     from simlab.hardware.roofline_build import build_roofline
 
-    provenance = getattr(getattr(table, "config", None), "provenance", None)
-    if not isinstance(provenance, dict):
-        return None
-    source = provenance.get("source")
-    if not isinstance(source, dict) or source.get("kind") != "roofline":
-        source = provenance.get("kv_roofline")
-    if not isinstance(source, dict) or source.get("kind") != "roofline" or "gpu" not in source:
+    source = table.roofline_source() if hasattr(table, "roofline_source") else None
+    if source is None or "gpu" not in source:
         return None
     parameters = source.get("parameters") or {}
     fields = {k: v for k, v in parameters.items()
@@ -93,28 +107,6 @@ def source_roofline(table: Any) -> Optional[Any]:
     config = RooflineHardware(kind="roofline", gpu=str(source["gpu"]), model=str(source["model"]),
                               tensor_parallel=int(source.get("tensor_parallel", 1)), **fields)
     return build_roofline(config)
-
-
-def _table_with_draft_model(table: Any, draft: ModelConfig, draft_tp: Optional[int] = None) -> Optional[Any]:
-    """A copy of a table whose drafter methods are its source roofline's with ``draft`` drafting (see
-    :func:`with_draft_model`); None without a source roofline."""
-    roofline = source_roofline(table)
-    tokens = table.kv_cache_tokens() if hasattr(table, "kv_cache_tokens") else None
-    if roofline is None or not tokens:
-        return None
-    draft_tp = roofline.tp if draft_tp is None else draft_tp
-    priced = with_draft_model(roofline, draft, draft_tp)
-    step = priced.drafter.draft_model_step
-    budget = tokens * roofline.kv_bytes_per_token / roofline.groups - draft_model_weight_bytes(draft, draft_tp)
-    per_token = roofline.kv_bytes_per_token + step.kv_bytes_per_context_token
-    capacity = max(0, int(budget // per_token)) // KV_BLOCK_TOKENS * KV_BLOCK_TOKENS * roofline.groups
-    copied = copy.copy(table)
-    copied.draft_reads_context = True  # the small model reads its KV over the requests' context
-    for name in ("draft_s", "draft_kernel", "draft_kv_bytes_per_token", "draft_prefill_s"):
-        setattr(copied, name, getattr(priced, name))
-    copied.kv_cache_tokens = lambda: capacity
-    copied.draft_model_name = draft.name
-    return copied
 
 
 def other_drafter_cost(arm: Any, index: int, cost: Any, file: Optional[str] = None) -> Any:
@@ -133,14 +125,12 @@ def other_drafter_cost(arm: Any, index: int, cost: Any, file: Optional[str] = No
         return cost
     field = f"arms[{index}].draft_model"
     draft = get_model(arm.draft_model, file=file, field=field)
-    target = getattr(cost, "model", None)
-    if target is None:  # a table: the roofline it was derived from knows the target
-        roofline = source_roofline(cost)
-        target = roofline.model if roofline is not None else None
-    if target is None:
+    roofline = pricing_roofline(cost)  # a table: the roofline it was derived from knows the target
+    if roofline is None:
         raise InputError("a draft model is priced on a roofline, or on a profile derived from one", file=file,
                          field=field, value=arm.draft_model,
                          valid="hardware: {kind: roofline, ...}, a shipped profile or kind: operations")
+    target = roofline.model
     if draft.is_moe or draft.compressed is not None or draft.hybrid is not None:
         raise InputError("a draft model is priced as a dense full-attention model", file=file, field=field,
                          value=arm.draft_model, valid="a dense model such as qwen3-0.6b or llama-3.2-1b")
@@ -152,7 +142,7 @@ def other_drafter_cost(arm: Any, index: int, cost: Any, file: Optional[str] = No
         raise InputError(f"the draft model's vocabulary ({draft.vocab_size}) is not the target's "
                          f"({target.vocab_size}): its tokens could not be verified", file=file, field=field,
                          value=arm.draft_model, valid=f"a model of {target.name}'s tokenizer")
-    target_tp = getattr(cost, "tp", None) or getattr(source_roofline(cost), "tp", 1)
+    target_tp = roofline.tp
     tp = target_tp if arm.draft_tensor_parallel is None else arm.draft_tensor_parallel
     if tp not in (1, target_tp):
         raise InputError(f"vLLM runs a draft model at tensor parallelism 1 or the target's ({target_tp}) "
@@ -163,8 +153,8 @@ def other_drafter_cost(arm: Any, index: int, cost: Any, file: Optional[str] = No
                          "the target's tensor parallelism unless draft_tensor_parallel is 1)", file=file, field=field,
                          value=arm.draft_model,
                          valid=f"a model whose heads split {tp} ways, or draft_tensor_parallel: 1")
-    priced = with_draft_model(cost, draft, tp)
-    if not priced.kv_cache_tokens():
+    priced = with_draft_model(cost, draft, tp, roofline)
+    if priced is None or not priced.kv_cache_tokens():
         raise InputError(f"the draft model's weights leave no KV space beside {target.name}", file=file, field=field,
                          value=arm.draft_model, valid="a smaller draft model, or more GPUs")
     return priced

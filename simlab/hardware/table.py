@@ -128,7 +128,8 @@ class TableCostModel(CostModel):
             return self._parallel.at(num_requests * gamma)
         if method == "dspark":
             return self._parallel.at(num_requests * gamma) + gamma * self._sequential_head.at(num_requests)
-        if method in ("ngram", "suffix"):  # a host-side lookup; the table's round time is in its curves, not here
+        if method in ("ngram", "suffix"):  # a host-side lookup; no round host time (a table holds none beside its
+            # drafters' curves, where a roofline adds spec_round_overhead_s)
             from simlab.hardware.lookup_cost import lookup_s
 
             return lookup_s(method, gamma, num_requests)
@@ -149,14 +150,23 @@ class TableCostModel(CostModel):
         return float(first + (depth - 1) * self._autoregressive.at(num_requests * topk)
                      + self._autoregressive_round.at(num_requests))
 
-    def _roofline_source(self):
-        """(model, tensor parallelism, its roofline parameters) of the roofline a profile was derived from (its
-        ``provenance.source``, or ``provenance.kv_roofline`` for a table that takes a roofline's KV), or None."""
+    def roofline_source(self) -> Optional[dict]:
+        """What a profile records of the roofline it was derived from (its ``provenance.source``, or
+        ``provenance.kv_roofline`` for a table that takes a roofline's KV: kind, gpu, model, tensor_parallel,
+        parameters), or None."""
         provenance = self.config.provenance
-        source = provenance.get("source") if isinstance(provenance, dict) else None
-        if not isinstance(source, dict) or source.get("kind") != "roofline":  # a table built on a roofline's KV
-            source = provenance.get("kv_roofline") if isinstance(provenance, dict) else None
-        if not isinstance(source, dict) or source.get("kind") != "roofline":
+        if not isinstance(provenance, dict):
+            return None
+        for key in ("source", "kv_roofline"):
+            source = provenance.get(key)
+            if isinstance(source, dict) and source.get("kind") == "roofline":
+                return source
+        return None
+
+    def _roofline_source(self):
+        """(model, tensor parallelism, its roofline parameters) of :meth:`roofline_source`, or None."""
+        source = self.roofline_source()
+        if source is None:
             return None
         model = MODELS.get(str(source.get("model")))
         parameters = source.get("parameters") or {}

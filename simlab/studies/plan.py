@@ -201,14 +201,10 @@ def acceptance_source(spec: PlanSpec) -> dict:
     """Where the plan's acceptance comes from, as a run's summary says it (simlab's shipped curves of the other
     drafters named for the methods its arms draft with)."""
     from simlab.acceptance import build_acceptance
-    from simlab.config.loading import scenario_from_data
     from simlab.runner import acceptance_source as summary_source
 
-    probe = {**spec.base, "hardware": {"kind": "roofline", "gpu": next(iter(spec.prices)), "model": spec.model},
-             "arms": [a.arm for a in spec.arms]}
-    scenario = scenario_from_data(probe, file=spec.file).scenario
-    built = build_acceptance(scenario.acceptance, file=spec.file)
-    return summary_source(built.source, {arm.method for arm in scenario.arms})
+    built = build_acceptance(spec.probe.acceptance, file=spec.file)
+    return summary_source(built.source, {arm.method for arm in spec.probe.arms})
 
 
 def csv_rows(spec: PlanSpec, families: list[Family], document: dict) -> tuple[list[str], list[list[Any]]]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, Optional, Union
+from typing import Any, Literal, Optional, Union
 
 from pydantic import Field, PositiveFloat, PositiveInt
 
@@ -64,6 +64,7 @@ class PlanSpec:
     block: PlanBlock
     sla: SLA
     prices: dict[str, GpuPrice]  # by catalogue GPU name, in the plan's order
+    probe: Any = None  # the shared parts and the arms, validated as a scenario on the first GPU
 
     @property
     def name(self) -> str:
@@ -135,5 +136,5 @@ def read_plan(path: str | Path) -> PlanSpec:
     # the shared parts and the arms validate as a scenario on the first GPU (a layout's own errors come later)
     probe = {**base, "hardware": {"kind": "roofline", "gpu": next(iter(prices)), "model": model},
              "arms": [a.arm for a in arms]}
-    scenario_from_data(probe, file=path)
-    return PlanSpec(path, base, model, arms, block, sla, prices)
+    scenario = scenario_from_data(probe, file=path).scenario
+    return PlanSpec(path, base, model, arms, block, sla, prices, scenario)
