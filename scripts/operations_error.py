@@ -48,7 +48,7 @@ def main() -> int:
         model = get_model(record.model)
         if (record.speculative or record.precision not in ("bf16", "fp8")
                 or model.compressed is not None or (record.expert_parallel or 1) > 1
-                or not curves_file(record.gpu).is_file() or record.mean_tpot_ms is None):
+                or not curves_file(record.gpu).is_file()):
             continue
         ops, roofline = simulate_record(record, record.operations_hardware()), simulate_record(record)
         role = "fitted" if record.id in engine_fitted else "held out"
@@ -56,20 +56,50 @@ def main() -> int:
         errors = {f"{name}_{metric}": abs(result[metric] / measured - 1.0)
                   for name, result in (("ops", ops), ("roofline", roofline))
                   for metric, measured in (("mean_tpot_ms", record.mean_tpot_ms),
-                                           ("output_throughput_tok_s", record.output_throughput_tok_s))}
+                                           ("output_throughput_tok_s", record.output_throughput_tok_s))
+                  if measured is not None}
         rows.append((role, band(record.concurrency), record, ops, errors))
-        print(f"{role:8} {record.id[:64]:64} users {record.concurrency:4} TPOT {record.mean_tpot_ms:7.2f} "
-              f"ops {ops['mean_tpot_ms']:7.2f} roofline {roofline['mean_tpot_ms']:7.2f}", flush=True)
+        if record.mean_tpot_ms is None:  # a run that states its throughput alone
+            print(f"{role:8} {record.id[:64]:64} users {record.concurrency:4} tok/s "
+                  f"{record.output_throughput_tok_s:7.1f} ops {ops['output_throughput_tok_s']:7.1f} "
+                  f"roofline {roofline['output_throughput_tok_s']:7.1f}", flush=True)
+        else:
+            print(f"{role:8} {record.id[:64]:64} users {record.concurrency:4} TPOT {record.mean_tpot_ms:7.2f} "
+                  f"ops {ops['mean_tpot_ms']:7.2f} roofline {roofline['mean_tpot_ms']:7.2f}", flush=True)
     print("\n| role | users | runs | ops TPOT | roofline TPOT | ops throughput | roofline throughput |")
     print("|---|---|---|---|---|---|---|")
     for role, users, group in by_band(rows):
         def cell(key: str) -> str:
-            values = [row[2][key] for row in group]
-            return f"{np.median(values):.1%} ({max(values):.1%})"
+            values = [row[2][key] for row in group if key in row[2]]
+            if not values:
+                return "-"
+            stated = f", {len(values)} runs" if len(values) < len(group) else ""
+            return f"{np.median(values):.1%} ({max(values):.1%}){stated}"
 
         print(f"| {role} | {users} | {len(group)} | {cell('ops_mean_tpot_ms')} | {cell('roofline_mean_tpot_ms')} | "
               f"{cell('ops_output_throughput_tok_s')} | {cell('roofline_output_throughput_tok_s')} |")
+    print_by_model([row for row in rows if "MoE" in row[0] and row[2].mean_tpot_ms is not None])
     return 0
+
+
+def print_by_model(rows: list[tuple]) -> None:
+    """The TPOT error by model and band: the operations' median (worst), how many runs it is fast on, and the
+    roofline's median."""
+    models = sorted({row[2].model for row in rows})
+    print("\n| model | " + " | ".join(("1 user", "2-31", "32-127", "128+")) + " |\n|---|---|---|---|---|")
+    for model in models:
+        cells = []
+        for users in ("1", "2-31", "32-127", "128+"):
+            group = [row for row in rows if row[2].model == model and row[1] == users]
+            if not group:
+                cells.append("")
+                continue
+            signed = [row[3]["mean_tpot_ms"] / row[2].mean_tpot_ms - 1.0 for row in group]
+            ops = [abs(x) for x in signed]
+            roofline = [row[4]["roofline_mean_tpot_ms"] for row in group]
+            cells.append(f"{np.median(ops):.1%} ({max(ops):.0%}), {sum(x < 0 for x in signed)} fast of "
+                         f"{len(group)}; roofline {np.median(roofline):.1%}")
+        print(f"| {model} | " + " | ".join(cells) + " |")
 
 
 if __name__ == "__main__" and "--gain" not in sys.argv:

@@ -92,11 +92,46 @@ def decode_operations(model: ModelConfig, *, num_requests: int, queries_per_requ
         ops += _moe_operations(model, tokens, tp, dtype)
     if tp > 1:
         ops.append(Operation("allreduce", "allreduce", 2 * model.num_layers, 0.0, BF16_BYTES * tokens * hidden))
-    ops.append(Operation("elementwise", "norms_rope_activation", model.num_layers, 0.0,
-                         BF16_BYTES * tokens * (8 * hidden + 2 * (heads + kv_heads) * head_dim
-                                                + 3 * model.active_intermediate_size / tp)))
+    ops += small_kernels(model, tokens, attention_layers, dense_layers, tp)
     ops.append(gemm("lm_head", tokens, model.vocab_size / tp, hidden, 1))
     ops.append(sampler(tokens, model.vocab_size))
+    return ops
+
+
+def small_kernels(model: ModelConfig, tokens: int, attention_layers: int, dense_layers: int,
+                  tp: int) -> list[Operation]:
+    """The memory-bound kernels between a forward's GEMMs, one :class:`Operation` per kernel a layer launches (each
+    pays the kernel floor): two fused residual add + RMSNorms a layer (read x and the residual, write both) and
+    the final norm; per attention layer the q and k norms (Qwen3's ``qk_norm``; MLA's norms of its q and KV
+    latents), the rotary embedding and the KV-cache write; the gated activation of every dense MLP and shared
+    expert (read gate and up, write one). A mixture of experts' routing and activation are inside the fused MoE
+    kernel's measured time (its floor)."""
+    hidden, tokens_bytes = model.hidden_size, BF16_BYTES * tokens
+    heads, kv_heads = model.num_heads / tp, max(1.0, model.num_kv_heads / tp)
+    ops = [Operation("elementwise", "add_rmsnorm", 2 * model.num_layers + 1, 0.0, tokens_bytes * 4 * hidden)]
+    if model.is_mla:
+        latents = model.kv_lora_rank + model.q_lora_rank
+        q_rope, k_rope = heads * model.qk_rope_head_dim, model.qk_rope_head_dim
+        ops += [Operation("elementwise", "latent_norms", (2 if model.q_lora_rank else 1) * attention_layers, 0.0,
+                          tokens_bytes * 2 * latents),
+                Operation("elementwise", "rotary", attention_layers, 0.0, tokens_bytes * 2 * (q_rope + k_rope)),
+                Operation("elementwise", "kv_cache_write", attention_layers, 0.0,
+                          tokens_bytes * 2 * (model.kv_lora_rank + k_rope))]
+    elif attention_layers:
+        qk = (heads + kv_heads) * model.head_dim
+        if model.qk_norm:
+            ops.append(Operation("elementwise", "qk_norm", attention_layers, 0.0, tokens_bytes * 2 * qk))
+        ops += [Operation("elementwise", "rotary", attention_layers, 0.0, tokens_bytes * 2 * qk),
+                Operation("elementwise", "kv_cache_write", attention_layers, 0.0,
+                          tokens_bytes * 4 * kv_heads * model.head_dim)]
+    width = dense_layers * model.intermediate_size
+    activations = dense_layers
+    if model.is_moe and model.num_shared_experts:
+        width += model.num_moe_layers * model.num_shared_experts * model.moe_intermediate_size
+        activations += model.num_moe_layers
+    if activations:
+        ops.append(Operation("elementwise", "activation", activations, 0.0,
+                             tokens_bytes * 3 * width / tp / activations))
     return ops
 
 
