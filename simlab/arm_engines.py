@@ -16,7 +16,8 @@ from simlab.hardware.engine_settings import EngineSettings, resolve_engine
 from simlab.hardware.graph_sizes import spec_decode_sizes, with_graph_sizes
 from simlab.hardware.operations_table import with_verify_queries
 from simlab.hardware.other_drafters import other_drafter_cost
-from simlab.hardware.overlap import with_overlap
+from simlab.hardware.lookup_cost import LOOKUP_METHODS
+from simlab.hardware.overlap import with_lookup_round, with_overlap
 from simlab.hardware.releases import check_methods
 from simlab.hardware.sps_view import scheduler_view
 from simlab.schedulers import Scheduler, from_config
@@ -102,6 +103,9 @@ def arm_engines(engine: EngineConfig, arms: list[Arm], cost, file=None) -> ArmEn
             resolved = dataclasses.replace(resolved, graph_sizes=sizes)
         if speculative:  # the round's host time: hidden behind the GPU where the release keeps its overlap
             step_cost, round_host = with_overlap(step_cost, resolved.overlap_schedule, 1 + _verified_beyond_anchor(arm))
+            if round_host is None and arm.method in LOOKUP_METHODS:  # a table: its lookup arm pays the round's too
+                step_cost, round_host = with_lookup_round(step_cost, resolved.overlap_schedule,
+                                                          1 + _verified_beyond_anchor(arm))
             resolved = dataclasses.replace(resolved, round_host=round_host)
         step_cost = other_drafter_cost(arm, len(resolved_arms), step_cost, file)
         kv_tokens = step_cost.kv_cache_tokens() if arm.method == "draft_model" else None

@@ -336,3 +336,36 @@ def test_vllm_draft_tensor_parallel_size_is_read_and_written_back():
                    "draft_tensor_parallel": 1}
     written = vllm_speculative_config(arm, "meta-llama/Meta-Llama-3-70B", None)
     assert written["draft_tensor_parallel_size"] == 1 and written["method"] == "draft_model"
+
+
+def test_a_tables_lookup_arm_pays_its_rooflines_round_host_time_hidden_under_overlap(tmp_path):
+    """A shipped profile's drafter curves hold the round's host time inside them; a lookup arm, which has none,
+    pays its roofline's ``spec_round_overhead_s`` as a roofline's lookup arm does, all of it where the release has
+    no overlap and none where the smallest round covers it."""
+    from simlab.hardware.lookup_cost import lookup_s
+    from simlab.hardware.overlap import with_lookup_round
+    from simlab.hardware.profiles import load_profile, shipped_profiles
+
+    table = load_profile(shipped_profiles()["h100-sxm_qwen3-8b"])
+    host = float(table.roofline_source()["parameters"]["spec_round_overhead_s"])
+    assert host == table.round_host_s() > 0.0
+    assert table.draft_s("ngram", 5, 8) == pytest.approx(lookup_s("ngram", 5, 8) + host, rel=1e-12)
+    exposed, round_host = with_lookup_round(table, False, 6)
+    assert exposed.draft_s("suffix", 5, 8) == pytest.approx(lookup_s("suffix", 5, 8) + host, rel=1e-12)
+    assert (round_host.host_s, round_host.hidden_s) == (host, 0.0)
+    hidden, round_host = with_lookup_round(table, True, 6)  # a round of 6 tokens takes more than the host time
+    assert table.verify_s(6, 0.0, 1) > host
+    assert hidden.draft_s("suffix", 5, 8) == pytest.approx(lookup_s("suffix", 5, 8), rel=1e-12)
+    assert round_host.hidden_s == host
+    assert table.draft_s("ngram", 5, 8) == pytest.approx(lookup_s("ngram", 5, 8) + host, rel=1e-12)  # a copy changed
+    # through a run: the arm's engine states the round's host time and what the release's overlap hides
+    for overlap, hidden_s in ((False, 0.0), (True, host)):
+        path = _scenario(tmp_path, [{"name": "lookup", "method": "ngram", "gamma": 3}], hardware="h100-sxm_qwen3-8b",
+                         num_requests=8, output=64)
+        import yaml
+
+        data = yaml.safe_load(path.read_text())
+        data["engine"] = {"overlap_schedule": overlap}
+        path.write_text(yaml.safe_dump(data))
+        engine = simulate(path)["lookup"].metrics["engine"]
+        assert engine["round_host_s"] == host and engine["round_host_hidden_s"] == hidden_s

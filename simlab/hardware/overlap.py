@@ -14,7 +14,9 @@ per arm: the host time less the GPU time of the arm's smallest round (one reques
 request and an upper bound above; for the targets simlab ships (a round of 3 ms or more on any GPU) it is 0.
 
 The drafter's host time per forward (``draft_forward_overhead_s``) stays: each draft forward waits for the one
-before it, which a scheduler's overlap does not hide. Cost models measured as tables keep what they measured.
+before it, which a scheduler's overlap does not hide. Cost models measured as tables keep what they measured; a
+table's lookup arm (n-gram, suffix), which has no drafter curve to hold the round's host time, pays the round host
+time of the roofline the table was derived from, hidden the same way (:func:`with_lookup_round`).
 """
 
 from __future__ import annotations
@@ -69,4 +71,19 @@ def with_overlap(cost: Any, overlap: Optional[bool], verify_tokens: int) -> tupl
     copied.params = params
     copied.drafter = copy.copy(cost.drafter)
     copied.drafter.params = params
+    return copied, RoundHost(host, host - exposed)
+
+
+def with_lookup_round(cost: Any, overlap: Optional[bool], verify_tokens: int) -> tuple[Any, Optional[RoundHost]]:
+    """A table's lookup arm (``cost`` a :class:`~simlab.hardware.table.TableCostModel`): the round's host time of
+    the roofline it was derived from (its drafters' curves hold it inside them; a lookup has no curve), all of it
+    exposed, or with ``overlap`` the part the table's smallest round (``verify_tokens`` of one request at no context,
+    the step's own host time included) does not cover; (``cost``, None) for a table with no roofline behind it."""
+    round_host_s = getattr(cost, "round_host_s", None)
+    host = float(round_host_s()) if round_host_s is not None else 0.0
+    if host <= 0.0:
+        return cost, None
+    exposed = max(0.0, host - float(cost.verify_s(verify_tokens, 0.0, 1))) if overlap else host
+    copied = copy.copy(cost)
+    copied.lookup_round_s = exposed
     return copied, RoundHost(host, host - exposed)

@@ -41,6 +41,7 @@ class TableCostModel(CostModel):
     """A :class:`CostModel` read from a :class:`TableHardware` config. ``num_requests`` is ignored."""
 
     draft_reads_context = False
+    lookup_round_s: Optional[float] = None  # a lookup arm's round host time left exposed (None: all of it)
 
     def __init__(self, cfg: TableHardware, *, name: Optional[str] = None, source: Optional[str] = None) -> None:
         self.config = cfg
@@ -128,11 +129,11 @@ class TableCostModel(CostModel):
             return self._parallel.at(num_requests * gamma)
         if method == "dspark":
             return self._parallel.at(num_requests * gamma) + gamma * self._sequential_head.at(num_requests)
-        if method in ("ngram", "suffix"):  # a host-side lookup; no round host time (a table holds none beside its
-            # drafters' curves, where a roofline adds spec_round_overhead_s)
+        if method in ("ngram", "suffix"):  # a host-side lookup, and the round's host time every arm pays
             from simlab.hardware.lookup_cost import lookup_s
 
-            return lookup_s(method, gamma, num_requests)
+            round_s = self.round_host_s() if self.lookup_round_s is None else self.lookup_round_s
+            return lookup_s(method, gamma, num_requests) + round_s
         check_method(method)
         if method == "draft_model":
             raise ValueError("a table prices no draft model (a draft_model arm needs a roofline)")
@@ -149,6 +150,14 @@ class TableCostModel(CostModel):
         first = self._autoregressive.at(num_requests)
         return float(first + (depth - 1) * self._autoregressive.at(num_requests * topk)
                      + self._autoregressive_round.at(num_requests))
+
+    def round_host_s(self) -> float:
+        """The engine's host time once per speculative round (``spec_round_overhead_s``) of the roofline this table
+        was derived from, which its drafters' curves hold inside them and a lookup drafter, having no curve, pays
+        on its own; 0 for a table with no roofline behind it."""
+        source = self.roofline_source()
+        parameters = (source or {}).get("parameters") or {}
+        return float(parameters.get("spec_round_overhead_s") or 0.0)
 
     def roofline_source(self) -> Optional[dict]:
         """What a profile records of the roofline it was derived from (its ``provenance.source``, or
