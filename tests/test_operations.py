@@ -264,3 +264,37 @@ def test_fp8_gemms_read_one_byte_a_weight_and_take_their_own_curve():
         load_curves(GPUS["a100-80g"]).seconds(up)
     with pytest.raises(ValueError, match="bf16 and fp8"):
         decode_operations(model, num_requests=1, precision="fp4")
+
+
+def test_an_fp8_kv_cache_halves_what_attention_reads_and_doubles_the_tokens_that_fit():
+    """``kv_precision: fp8``: decode attention reads one byte a K or V element (its FLOPs unchanged), the cache
+    write stores one, and the KV cache holds twice the tokens (the roofline's capacity at that precision)."""
+    from simlab.config.hardware import OperationsHardware
+    from simlab.hardware import build_cost_model
+
+    model = get_model("qwen3-8b")
+
+    def by_name(kv, m=model):
+        return {op.name: op for op in decode_operations(m, num_requests=4, context_per_request=1000.0,
+                                                         kv_precision=kv)}
+    bf16, fp8 = by_name("bf16"), by_name("fp8")
+    assert fp8["attention"].bytes == bf16["attention"].bytes / 2 == 4 * 1000 * 2 * 8 * 128  # a layer's
+    assert fp8["attention"].flops == bf16["attention"].flops
+    assert fp8["kv_cache_write"].bytes == 4 * (2 + 1) * 2 * 8 * 128  # reads bf16 K and V, writes fp8
+    curves = load_curves(GPUS["h100-sxm"])  # the database's fp8 KV decode attention rows have their own curve
+    floor, efficiency = curves.decode_fp8_kv
+    assert fp8["attention"].dtype == "fp8" and efficiency < curves.decode_efficiency
+    assert curves.seconds(fp8["attention"]) == pytest.approx(
+        floor + fp8["attention"].bytes / curves.hbm_bytes_per_s / efficiency, rel=1e-12)
+    assert curves.seconds(fp8["attention"]) < curves.seconds(bf16["attention"])
+    mla = get_model("deepseek-v3")
+    assert by_name("fp8", mla)["mla_attention"].bytes == by_name("bf16", mla)["mla_attention"].bytes / 2
+    with pytest.raises(ValueError, match="KV cache"):
+        decode_operations(model, num_requests=1, kv_precision="fp4")
+    costs = {kv: build_cost_model(OperationsHardware(kind="operations", gpu="h100-sxm", model="qwen3-8b",
+                                                     kv_precision=kv), base_dir=Path("."), file=None)
+             for kv in ("bf16", "fp8")}
+    assert costs["fp8"].kv_cache_tokens() == pytest.approx(2 * costs["bf16"].kv_cache_tokens(), rel=0.01)
+    assert costs["fp8"].verify_s(64, 64 * 8000.0) < costs["bf16"].verify_s(64, 64 * 8000.0)
+    # no context: only the fp8 kernel's own floor and the cache write's bytes differ
+    assert costs["fp8"].verify_s(1, 0.0) == pytest.approx(costs["bf16"].verify_s(1, 0.0), rel=0.02)

@@ -225,6 +225,7 @@ class OperationsHardware(StrictModel, frozen=True):
     model: str
     tensor_parallel: PositiveInt = Field(default=1, le=64)
     precision: Literal["bf16", "fp8"] = "bf16"
+    kv_precision: Literal["bf16", "fp8"] = "bf16"  # the KV cache's: what decode attention reads, how many tokens fit
     stack: Literal["vllm", "sglang", "trtllm", "eager"] = "vllm"  # whose roofline drafters and KV capacity
     step_overhead_s: Optional[NonNegativeFloat] = None
     request_overhead_s: Optional[NonNegativeFloat] = None

@@ -4,11 +4,12 @@ on measured kernels (aiconfigurator-core's database: scripts/fit_kernel_curves.p
 shipped as data, so a default install needs no database (docs/operations.md).
 
 GEMMs take an efficiency by M (their token count; fp8 GEMMs their own curve against the fp8 peak); decode
-attention and state updates the decode attention's (both read a cache once), prefill attention its own by FLOPs;
-a mixture of experts' routed experts the fused MoE kernel's curve (by tokens per touched expert; its floor holds the
-routing and permutation kernels), else one grouped GEMM; all-reduces the custom all-reduce's fitted floor and
-bandwidth for their tensor-parallel size, else the link bandwidth (a ring's two passes) and a 10 us latency;
-elementwise kernels and the sampler the GEMM floor and their bytes at the decode attention's efficiency.
+attention and state updates the decode attention's (both read a cache once; over an fp8 KV cache its own curve),
+prefill attention its own by FLOPs; a mixture of experts' routed experts the fused MoE kernel's curve (by tokens per
+touched expert; its floor holds the routing and permutation kernels), else one grouped GEMM; all-reduces the custom
+all-reduce's fitted floor and bandwidth for their tensor-parallel size, else the link bandwidth (a ring's two passes)
+and a 10 us latency; elementwise kernels and the sampler the GEMM floor and their bytes at the decode attention's
+efficiency.
 A GPU without curves takes those of the GPU its file names (``calibrated_like``), else the H100's.
 """
 
@@ -52,6 +53,7 @@ class KernelCurves:
     fp8_efficiency: tuple[float, ...] = ()
     moe: dict = field(default_factory=dict)  # by dtype: (floor_s, log2 tokens per expert, efficiency); none: GEMMs
     allreduce: dict = field(default_factory=dict)  # by tensor-parallel size: (floor_s, bytes_per_s)
+    decode_fp8_kv: Optional[tuple[float, float]] = None  # decode attention over an fp8 KV cache: (floor_s, efficiency)
 
     def ideal_s(self, op) -> float:
         return max(op.bytes / self.hbm_bytes_per_s, op.flops / self.bf16_flop_per_s)
@@ -76,6 +78,9 @@ class KernelCurves:
             return self.gemm_floor_s + self.ideal_s(op) / efficiency
         if op.kind == "prefill_attention":
             return self.prefill_floor_s + self.ideal_s(op) / self.prefill_efficiency
+        if op.kind == "attention" and op.dtype == "fp8" and self.decode_fp8_kv is not None:
+            floor, efficiency = self.decode_fp8_kv
+            return floor + self.ideal_s(op) / efficiency
         if op.kind in ("attention", "state"):
             return self.decode_floor_s + self.ideal_s(op) / self.decode_efficiency
         if op.kind == "allreduce":
@@ -87,11 +92,15 @@ class KernelCurves:
         return self.gemm_floor_s + op.bytes / self.hbm_bytes_per_s / self.decode_efficiency
 
 
-def measured_families(curves: KernelCurves, precision: str = "bf16") -> dict[str, str]:
+def measured_families(curves: KernelCurves, precision: str = "bf16", kv_precision: str = "bf16") -> dict[str, str]:
     """Each kernel family a step of ``precision`` runs, and what prices it: the curve fitted on measured kernels
     (its file), or the fallback where the database held none for that GPU."""
     out = {"gemm": curves.source if precision == "bf16" or curves.fp8_floor_s is not None else "none",
            "decode and prefill attention": curves.source}
+    if kv_precision == "fp8":
+        out["decode attention over an fp8 KV cache"] = (
+            curves.source if curves.decode_fp8_kv is not None
+            else "the bf16 KV cache's curve (no fp8 KV rows for this GPU), reading one byte an element")
     out["fused MoE"] = curves.source if precision in curves.moe else "grouped GEMM (no fused-MoE rows for this GPU)"
     tp = curves.tensor_parallel
     if tp > 1:
@@ -111,6 +120,7 @@ def load_curves(gpu, tensor_parallel: int = 1) -> KernelCurves:
     name = next(n for n in (gpu.name, gpu.calibrated_like, DEFAULT_CURVES_GPU) if n and curves_file(n).is_file())
     data = read_yaml(curves_file(name), what="kernel curves")
     gemm, decode, prefill = data["gemm"], data["attention"]["decode"], data["attention"]["prefill"]
+    fp8_kv = data["attention"].get("decode_fp8_kv")
     fp8 = data.get("gemm_fp8") or {}
     moe = {dtype: (float(fit["floor_s"]), tuple(fit["log2_tokens_per_expert"]), tuple(fit["efficiency"]))
            for dtype, fit in (("bf16", data.get("moe")), ("fp8", data.get("moe_fp8"))) if fit}
@@ -125,4 +135,5 @@ def load_curves(gpu, tensor_parallel: int = 1) -> KernelCurves:
         prefill_efficiency=float(prefill["efficiency"]), source=f"hw_profiles/kernels/{data['gpu']}.yaml",
         fp8_flop_per_s=gpu.fp8_flop_per_s, fp8_floor_s=float(fp8["floor_s"]) if fp8 else None,
         fp8_log2_m=tuple(fp8.get("log2_m", ())), fp8_efficiency=tuple(fp8.get("efficiency", ())), moe=moe,
-        allreduce=allreduce)
+        allreduce=allreduce,
+        decode_fp8_kv=(float(fp8_kv["floor_s"]), float(fp8_kv["efficiency"])) if fp8_kv else None)

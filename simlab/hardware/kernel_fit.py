@@ -11,7 +11,8 @@ Each kernel family is priced as ``floor_s + ideal_s / efficiency``, ``ideal_s`` 
   against the fp8 peak, as ``gemm_fp8``): efficiency by M (log2 buckets of the token
   count), the median of ``ideal / (latency - floor)`` over the rows whose ideal time is at least 30 us; the floor
   the median latency of the rows whose ideal time is under 1 us;
-- decode attention (FlashAttention, bf16 KV): efficiency of the KV read, the median over rows of at least 30 us;
+- decode attention (FlashAttention, bf16 KV; and fp8 KV, one byte an element, as ``decode_fp8_kv``): efficiency
+  of the KV read, the median over rows of at least 30 us;
 - prefill attention: efficiency of the FLOPs, likewise;
 - the fused MoE layer (vLLM's Triton kernel, bf16 and fp8, balanced routing): efficiency by tokens per touched
   expert, floor from the rows under 10 us;
@@ -84,9 +85,14 @@ def fit_gemm(system: str, bw: float, peak: float, dtype: str = "bf16") -> dict:
 
 def fit_attention(system: str, bw: float, peak: float) -> dict:
     out = {}
-    for phase, name in (("decode", "generation_attention_perf.parquet"), ("prefill", "context_attention_perf.parquet")):
+    for phase, name, kv_dtype in (("decode", "generation_attention_perf.parquet", "bfloat16"),
+                                  ("prefill", "context_attention_perf.parquet", "bfloat16"),
+                                  ("decode_fp8_kv", "generation_attention_perf.parquet", "fp8")):
         df, source = _database(system, "attention", name)
-        d = df[df.kv_cache_dtype == "bfloat16"]
+        d = df[df.kv_cache_dtype == kv_dtype]
+        if d.empty:
+            continue
+        element = 1.0 if kv_dtype == "fp8" else 2.0
         if "window_size" in d:
             d = d[d.window_size == 0]
         if "step" not in d:
@@ -94,9 +100,9 @@ def fit_attention(system: str, bw: float, peak: float) -> dict:
         t = d.latency.to_numpy() * 1e-3
         b, heads, kv_heads, dim = (d[c].to_numpy().astype(float) for c in
                                    ("batch_size", "num_heads", "num_key_value_heads", "head_dim"))
-        if phase == "decode":
+        if phase.startswith("decode"):
             context = (d.isl + d.step).to_numpy().astype(float)
-            ideal = np.maximum(b * context * 2 * kv_heads * dim * 2 / bw, b * context * 4 * heads * dim / peak)
+            ideal = np.maximum(b * context * 2 * kv_heads * dim * element / bw, b * context * 4 * heads * dim / peak)
         else:
             isl = d.isl.to_numpy().astype(float)
             ideal = b * isl * isl / 2 * 4 * heads * dim / peak  # causal: half the pairs

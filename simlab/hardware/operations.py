@@ -30,7 +30,7 @@ class Operation:
     flops: float
     bytes: float
     m: int = 0  # a GEMM's tokens (what its efficiency curve is read at)
-    dtype: str = "bf16"  # a GEMM's weights and activations: bf16 or fp8 (priced on its own curve)
+    dtype: str = "bf16"  # a GEMM's weights and activations, or attention's KV cache: bf16 or fp8 (its own curve)
 
 
 def gemm(name: str, m: int, n: float, k: float, count: int, dtype: str = "bf16") -> Operation:
@@ -46,11 +46,17 @@ def sampler(tokens: int, vocab: float) -> Operation:
 
 def decode_operations(model: ModelConfig, *, num_requests: int, queries_per_request: int = 1,
                       context_per_request: float = 0.0, tensor_parallel: int = 1,
-                      precision: str = "bf16") -> list[Operation]:
+                      precision: str = "bf16", kv_precision: str = "bf16") -> list[Operation]:
     """The operations of one decode (``queries_per_request`` = 1) or verify forward, on one GPU; ``precision`` the
-    decoder layers' GEMMs' (fp8: vLLM's per-tensor fp8; the LM head stays bf16)."""
+    decoder layers' GEMMs' (fp8: vLLM's per-tensor fp8; the LM head stays bf16), ``kv_precision`` the KV cache's
+    (fp8: attention reads one byte an element, its FLOPs unchanged)."""
+    from simlab.hardware.precision import KV_BYTES
+
     if precision not in ("bf16", "fp8"):
         raise ValueError(f"the operation model prices bf16 and fp8 GEMMs, not {precision}")
+    if kv_precision not in KV_BYTES:
+        raise ValueError(f"the operation model prices a {'/'.join(KV_BYTES)} KV cache, not {kv_precision}")
+    kv_element = KV_BYTES[kv_precision]
     dtype = precision
     if model.compressed is not None:
         raise ValueError("the operation model lists GQA/MQA, MLA and hybrid layers (not compressed attention yet)")
@@ -63,20 +69,20 @@ def decode_operations(model: ModelConfig, *, num_requests: int, queries_per_requ
     windows = hybrid.num_window_layers if hybrid is not None else 0
     attention_layers = full + windows
     if model.is_mla:
-        ops = _mla_operations(model, num_requests, tokens, context_per_request, tp, dtype)
+        ops = _mla_operations(model, num_requests, tokens, context_per_request, tp, dtype, kv_precision)
     else:
         ops = [gemm("qkv_proj", tokens, (heads + 2 * kv_heads) * head_dim, hidden, attention_layers, dtype),
                gemm("o_proj", tokens, hidden, heads * head_dim, attention_layers, dtype)]
-    entry = 2 * kv_heads * head_dim * BF16_BYTES  # one token's K and V in one layer
+    entry = 2 * kv_heads * head_dim * kv_element  # one token's K and V in one layer
     pair_flops = 4 * heads * head_dim
     if full and not model.is_mla:
         pairs = num_requests * queries_per_request * context_per_request
         ops.append(Operation("attention", "attention", full, pair_flops * pairs,
-                             entry * num_requests * context_per_request))
+                             entry * num_requests * context_per_request, dtype=kv_precision))
     if windows:
         window = min(context_per_request, hybrid.window_tokens)
         ops.append(Operation("attention", "window_attention", windows, pair_flops * tokens * window,
-                             entry * num_requests * window))
+                             entry * num_requests * window, dtype=kv_precision))
     if hybrid is not None and hybrid.num_state_layers:
         layers = hybrid.num_state_layers
         state = hybrid.state_bytes / layers / tp
@@ -92,20 +98,20 @@ def decode_operations(model: ModelConfig, *, num_requests: int, queries_per_requ
         ops += _moe_operations(model, tokens, tp, dtype)
     if tp > 1:
         ops.append(Operation("allreduce", "allreduce", 2 * model.num_layers, 0.0, BF16_BYTES * tokens * hidden))
-    ops += small_kernels(model, tokens, attention_layers, dense_layers, tp)
+    ops += small_kernels(model, tokens, attention_layers, dense_layers, tp, kv_element)
     ops.append(gemm("lm_head", tokens, model.vocab_size / tp, hidden, 1))
     ops.append(sampler(tokens, model.vocab_size))
     return ops
 
 
 def small_kernels(model: ModelConfig, tokens: int, attention_layers: int, dense_layers: int,
-                  tp: int) -> list[Operation]:
+                  tp: int, kv_element: float = BF16_BYTES) -> list[Operation]:
     """The memory-bound kernels between a forward's GEMMs, one :class:`Operation` per kernel a layer launches (each
     pays the kernel floor): two fused residual add + RMSNorms a layer (read x and the residual, write both) and
     the final norm; per attention layer the q and k norms (Qwen3's ``qk_norm``; MLA's norms of its q and KV
-    latents), the rotary embedding and the KV-cache write; the gated activation of every dense MLP and shared
-    expert (read gate and up, write one). A mixture of experts' routing and activation are inside the fused MoE
-    kernel's measured time (its floor)."""
+    latents), the rotary embedding and the KV-cache write (reads bf16, writes ``kv_element`` bytes an element);
+    the gated activation of every dense MLP and shared expert (read gate and up, write one). A mixture of experts'
+    routing and activation are inside the fused MoE kernel's measured time (its floor)."""
     hidden, tokens_bytes = model.hidden_size, BF16_BYTES * tokens
     heads, kv_heads = model.num_heads / tp, max(1.0, model.num_kv_heads / tp)
     ops = [Operation("elementwise", "add_rmsnorm", 2 * model.num_layers + 1, 0.0, tokens_bytes * 4 * hidden)]
@@ -116,14 +122,14 @@ def small_kernels(model: ModelConfig, tokens: int, attention_layers: int, dense_
                           tokens_bytes * 2 * latents),
                 Operation("elementwise", "rotary", attention_layers, 0.0, tokens_bytes * 2 * (q_rope + k_rope)),
                 Operation("elementwise", "kv_cache_write", attention_layers, 0.0,
-                          tokens_bytes * 2 * (model.kv_lora_rank + k_rope))]
+                          tokens * (BF16_BYTES + kv_element) * (model.kv_lora_rank + k_rope))]
     elif attention_layers:
         qk = (heads + kv_heads) * model.head_dim
         if model.qk_norm:
             ops.append(Operation("elementwise", "qk_norm", attention_layers, 0.0, tokens_bytes * 2 * qk))
         ops += [Operation("elementwise", "rotary", attention_layers, 0.0, tokens_bytes * 2 * qk),
                 Operation("elementwise", "kv_cache_write", attention_layers, 0.0,
-                          tokens_bytes * 4 * kv_heads * model.head_dim)]
+                          tokens * (BF16_BYTES + kv_element) * 2 * kv_heads * model.head_dim)]
     width = dense_layers * model.intermediate_size
     activations = dense_layers
     if model.is_moe and model.num_shared_experts:
@@ -136,14 +142,14 @@ def small_kernels(model: ModelConfig, tokens: int, attention_layers: int, dense_
 
 
 def forward_token_operations(model: ModelConfig, *, tokens: int, tensor_parallel: int = 1,
-                             precision: str = "bf16") -> list[Operation]:
+                             precision: str = "bf16", kv_precision: str = "bf16") -> list[Operation]:
     """The operations of a forward whose cost follows its ``tokens`` alone: the GEMMs at M = ``tokens``, the
     all-reduces, the elementwise kernels and a linear-attention layer's per-token FLOPs (its state read and written
     once), without attention over context, the LM head or the sampler. A prefill chunk adds these at M = decode +
     chunk tokens to the decode forward it joins (one forward, as chunked prefill runs it)."""
     ops = []
     for op in decode_operations(model, num_requests=tokens, context_per_request=0.0,
-                                tensor_parallel=tensor_parallel, precision=precision):
+                                tensor_parallel=tensor_parallel, precision=precision, kv_precision=kv_precision):
         if op.kind in ("attention", "sampler") or op.name == "lm_head":
             continue
         if op.kind == "state":  # a prompt's state is read and written once a chunk, not once a token
@@ -181,7 +187,7 @@ def prefill_operations(model: ModelConfig, *, prompt_tokens: int, tensor_paralle
 
 
 def _mla_operations(model: ModelConfig, num_requests: int, tokens: int, context_per_request: float, tp: int,
-                    dtype: str) -> list[Operation]:
+                    dtype: str, kv_precision: str = "bf16") -> list[Operation]:
     """Multi-head latent attention as engines run its decode (absorbed): the q path (through ``q_lora_rank`` when the
     model has one) and the KV latent's projection, replicated on every GPU of the group; each head's nope query
     into the latent (W_UK) and the latent output back to its value dims (W_UV) as batched GEMMs; attention over the
@@ -200,7 +206,8 @@ def _mla_operations(model: ModelConfig, num_requests: int, tokens: int, context_
             gemm("o_proj", tokens, hidden, heads * model.v_head_dim, layers, dtype)]
     pairs = tokens * context_per_request
     ops.append(Operation("attention", "mla_attention", layers, model.attention_flops_per_pair / tp * pairs,
-                         (latent + rope) * BF16_BYTES * num_requests * context_per_request))
+                         (latent + rope) * (1.0 if kv_precision == "fp8" else BF16_BYTES) * num_requests
+                         * context_per_request, dtype=kv_precision))
     return ops
 
 

@@ -9,7 +9,7 @@ its request's context, its ancestors under the tree's mask; :func:`with_verify_q
 as part of the forward it joins: the token operations (GEMMs, elementwise kernels) at M = the step's decode + chunk
 tokens less those at M = its decode tokens, plus its causal attention's pairs (a pure prefill step carries
 ``step_overhead_s`` too). The drafters are operations too (simlab.hardware.drafter_operations), with the calibrated
-roofline's host times; the KV capacity is the roofline's for the same GPU, model, TP, precision and ``stack``
+roofline's host times; the KV capacity is the roofline's for the same GPU, model, TP, precisions and ``stack``
 (simlab.hardware.roofline_tables).
 
 The engine's own time left out of the scenario is the stack's (:func:`engine_time`): a time a step and a time a
@@ -71,23 +71,25 @@ def table_config(cfg: OperationsHardware, file: Optional[str] = None, queries_pe
     def cell(batch: int, context: int) -> float:
         requests = batch / q  # (a cell below q tokens: a fraction of a request, read between the grid's points)
         ops = decode_operations(model, num_requests=requests, queries_per_request=q,
-                                context_per_request=context / requests, tensor_parallel=tp, precision=cfg.precision)
+                                context_per_request=context / requests, tensor_parallel=tp, precision=cfg.precision,
+                                kv_precision=cfg.kv_precision)
         return price(ops, curves)["total"] + step_s + request_s * requests
 
     rows = [[cell(b, c) for b in BATCH_TOKENS] for c in CONTEXT_TOKENS]
-    forward_s = [step_s + price(forward_token_operations(model, tokens=m, tensor_parallel=tp,
-                                                         precision=cfg.precision), curves)["total"]
+    forward_s = [step_s + price(forward_token_operations(model, tokens=m, tensor_parallel=tp, precision=cfg.precision,
+                                                         kv_precision=cfg.kv_precision), curves)["total"]
                  for m in PREFILL_TOKENS]
     pair_s, window_pair_s = prefill_pair_s(model, curves, tp)
     window = model.hybrid.window_tokens if model.hybrid is not None and model.hybrid.num_window_layers else None
     # a config's model is named by its path
-    roofline = roofline_for(gpu_reference(gpu), model.name, cfg.stack, tp, cfg.precision)
+    roofline = roofline_for(gpu_reference(gpu), model.name, cfg.stack, tp, cfg.precision, cfg.kv_precision)
     from simlab.hardware.stacks import get_stack
 
     graphs = list(get_stack(cfg.stack).capture_sizes)  # a decode step pads to the stack's next CUDA graph
     return TableHardware(
         kind="table", cuda_graph_buckets=graphs or None,
         name=f"operations:{gpu.name}_{file_label(model.name)}_{cfg.precision}_tp{tp}"
+                           + (f"_kv{cfg.kv_precision}" if cfg.kv_precision != "bf16" else "")
                            + (f"_q{q}" if q > 1 else ""),
         verify={"batch_tokens": list(BATCH_TOKENS), "context_tokens": list(CONTEXT_TOKENS), "step_s": rows},
         prefill={"batch_tokens": list(PREFILL_TOKENS), "step_s": forward_s, "attention_pair_s": pair_s,
@@ -96,7 +98,7 @@ def table_config(cfg: OperationsHardware, file: Optional[str] = None, queries_pe
         draft={} if roofline is None else drafter_curves(model, curves, roofline.params, tp, cfg.precision),
         provenance={"source": "the model's operations priced by kernel curves", "stack": cfg.stack,
                     "curves": curves.source,
-                    "priced_by": measured_families(curves, cfg.precision),
+                    "priced_by": measured_families(curves, cfg.precision, cfg.kv_precision),
                     "engine_overhead": {"step_overhead_s": step_s, "request_overhead_s": request_s,
                                         "from": "the scenario" if given else
                                         {"stack": fitted["stack"], "fitted_on": list(fitted["fitted_on"])}},
