@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import copy
-import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
 
 from simlab.acceptance.draws import ArmDraws
 from simlab.acceptance.spec import AcceptanceSpec
-from simlab.config.acceptance import ConfidenceConfig, HeterogeneityConfig
 from simlab.config.arms import Arm
 from simlab.engine import ArmPolicy
 
@@ -116,8 +114,7 @@ def prepare_arm(arm: Arm, spec: AcceptanceSpec, scheduler, scheduler_cost, step_
     requests' output lengths) binds each request to the recording it replays."""
     gamma = arm.draft_len
     method = arm.method
-    if method in spec.plain_methods:  # simlab's shipped curves of a lookup drafter or a draft model
-        spec = dataclasses.replace(spec, heterogeneity=HeterogeneityConfig(), confidence=ConfidenceConfig())
+    spec = spec.for_method(method)  # simlab's shipped curves of a lookup drafter or a draft model: no spread
     if gamma == 0:
         policy = ArmPolicy(method, 0, None, None, step_cost, max_batch_tokens, np.zeros(0))
         return PreparedArm(arm, policy, None)

@@ -369,3 +369,28 @@ def test_a_tables_lookup_arm_pays_its_rooflines_round_host_time_hidden_under_ove
         path.write_text(yaml.safe_dump(data))
         engine = simulate(path)["lookup"].metrics["engine"]
         assert engine["round_host_s"] == host and engine["round_host_hidden_s"] == hidden_s
+
+
+def test_the_public_closed_form_knows_a_lookups_match_and_the_shipped_curves_plain_draws():
+    """expected_tokens_per_round on a scenario's spec (a preset beside simlab's shipped curves for the other
+    drafters) is the shipped curves' closed form 1 + match x sum of survivals: no heterogeneity, each domain's
+    match; the trained drafters' figures are unchanged by the other drafters' curves."""
+    from simlab.acceptance import expected_tokens_per_round
+    from simlab.acceptance.build import build_acceptance
+    from simlab.config.acceptance import PresetAcceptance
+
+    spec = build_acceptance(PresetAcceptance(kind="preset", name="qwen3-8b"), file=None)
+    assert spec.heterogeneity.request_logit_sd > 0.0  # the preset's own spread, which the shipped curves do not take
+    for method in ("ngram", "suffix", "draft_model"):
+        for domain in ("chat", "code_editing"):
+            for gamma in (1, 3, 5):
+                want = shipped_tokens_per_round(method, domain, gamma)
+                assert expected_tokens_per_round(spec, method, domain, gamma) == pytest.approx(want, rel=1e-12)
+                assert expected_tokens_per_round(spec, method, domain, gamma, pooled=True) == pytest.approx(
+                    want, rel=1e-12)
+    mix = {"chat": 0.25, "code_editing": 0.75}  # pooled over rounds: domains weighted by requests / their tau
+    taus = {d: shipped_tokens_per_round("ngram", d, 5) for d in mix}
+    weights = {d: w / taus[d] for d, w in mix.items()}
+    want = sum(weights[d] * taus[d] for d in mix) / sum(weights.values())
+    assert expected_tokens_per_round(spec, "ngram", mix, 5, pooled=True) == pytest.approx(want, rel=1e-12)
+    assert spec.for_method("eagle3") is spec and spec.match("eagle3", "chat") == 1.0

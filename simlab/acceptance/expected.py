@@ -155,19 +155,33 @@ def expected_survival(
     benchmark with all gamma drafts verified pools (hard requests take more rounds; module docstring).
     """
     mix = _mix(domain)
+    spec = spec.for_method(method)
     het = spec.heterogeneity
+    match = {d: spec.match(method, d) for d in mix}  # a lookup drafter's rounds without a match propose nothing
     if not pooled or het.request_logit_sd == 0.0:
         if pooled:  # no request term: pooling reweights domains only
-            taus = {d: tokens_per_round_from_logits(spec.curve(method, d, gamma), het) for d in mix}
+            taus = {d: _matched_tau(tokens_per_round_from_logits(spec.curve(method, d, gamma), het), match[d])
+                    for d in mix}
             mix = {d: w / taus[d] for d, w in mix.items()}
             total = sum(mix.values())
             mix = {d: w / total for d, w in mix.items()}
-        return sum(w * survival_curve(spec.curve(method, d, gamma), het, num_nodes=num_nodes) for d, w in mix.items())
+        return sum(w * _matched(survival_curve(spec.curve(method, d, gamma), het, num_nodes=num_nodes), match[d])
+                   for d, w in mix.items())
+    if any(m != 1.0 for m in match.values()):  # match chances come with simlab's plain curves, drawn without spread
+        raise ValueError(f"{method}: a match chance with request heterogeneity is not modelled")
     numerator, denominator = np.zeros(gamma), 0.0
     for d, w in mix.items():
         num, den = _pooled_parts(spec.curve(method, d, gamma), het, num_nodes or POOLED_NODES)
         numerator, denominator = numerator + w * num, denominator + w * den
     return numerator / denominator
+
+
+def _matched(survival: np.ndarray, match: float) -> np.ndarray:
+    return survival if match == 1.0 else match * survival
+
+
+def _matched_tau(tau: float, match: float) -> float:
+    return tau if match == 1.0 else 1.0 + match * (tau - 1.0)
 
 
 def expected_tokens_per_round(

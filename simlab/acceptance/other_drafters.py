@@ -61,8 +61,8 @@ def shipped_curves() -> dict[str, OtherCurves]:
 
 def shipped_tokens_per_round(method: str, domain: str, gamma: int) -> float:
     """Tokens a round of ``gamma`` drafts emits on average under the shipped curves when every proposed position is
-    verified: 1 + match x (c_1 + c_1 c_2 + ... + c_1 ... c_gamma) (the closed form the simulator's draws follow;
-    :func:`simlab.acceptance.expected.expected_tokens_per_round` knows no match and no per-method heterogeneity)."""
+    verified: 1 + match x (c_1 + c_1 c_2 + ... + c_1 ... c_gamma), the closed form the simulator's draws follow
+    (:func:`simlab.acceptance.expected.expected_tokens_per_round` gives the same from a scenario's spec)."""
     curves = shipped_curves()[method]
     key = domain if domain in curves.match else "*"
     survival = np.multiply.accumulate(curves.conditional[key][:gamma])

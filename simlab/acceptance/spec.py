@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -31,6 +32,22 @@ class AcceptanceSpec:
     match_prob: dict[str, dict[str, float]] = field(default_factory=dict)
     # methods whose curves are simlab's shipped ones for other drafters: drawn without heterogeneity, the head exact
     plain_methods: frozenset = frozenset()
+
+    def for_method(self, method: str) -> "AcceptanceSpec":
+        """The spec ``method``'s rounds are drawn from: for simlab's shipped curves of another drafter
+        (``plain_methods``), no heterogeneity and an exact confidence head (their curves are measured means with
+        no per-request spread to draw); otherwise this spec."""
+        if method not in self.plain_methods:
+            return self
+        return dataclasses.replace(self, heterogeneity=HeterogeneityConfig(), confidence=ConfidenceConfig())
+
+    def match(self, method: str, domain: str) -> float:
+        """The chance that a round of ``method`` in ``domain`` proposes anything (a lookup drafter finds a match);
+        1 for every other method."""
+        by_domain = self.match_prob.get(method)
+        if by_domain is None:
+            return 1.0
+        return float(by_domain[domain] if domain in by_domain else by_domain[ANY_DOMAIN])
 
     def match_probs(self, method: str, domains: Sequence[str]) -> Any:
         """[len(domains)] each domain's chance that a round of ``method`` finds a match, or None where every round
