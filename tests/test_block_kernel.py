@@ -145,6 +145,21 @@ def test_compiled_tree_block_equals_numpy_block(tmp_path, hardware):
     _check_against_numpy("tree", cost, np.random.default_rng(11), 80)
 
 
+@pytest.mark.parametrize("kind", ["fixed", "hardware_aware", "goodput", "adaptive", "adaptive-slo8", "tree"])
+def test_compiled_block_equals_numpy_block_on_a_table_whose_drafter_reads_context(tmp_path, kind):
+    """kind: operations: a table whose drafter curves add their layers' attention over the drafting requests'
+    context (``context_token_s``), read by compiled code as the grid plus that term."""
+    from simlab.config.hardware import OperationsHardware
+    from simlab.hardware import build_cost_model
+
+    cost = build_cost_model(OperationsHardware(kind="operations", gpu="h100-sxm", model="qwen3-8b"),
+                            base_dir=tmp_path, file=None)
+    per_token_s, per_position = cost.draft_context("eagle3")
+    assert per_position and per_token_s > 0.0
+    assert cost.draft_context("dspark") == (pytest.approx(5 * per_token_s), False)  # five layers a block, not one
+    _check_against_numpy(kind, cost, np.random.default_rng(29), 60)
+
+
 def _check_against_numpy(kind, cost, rng, num_trials):
     compared = single = 0
     for trial in range(num_trials):

@@ -78,3 +78,31 @@ def test_the_weakly_specified_runs_say_what_their_sources_leave_out():
         get_model(row.model)
         for gpu in ("a100-40g", "a100-80g") if row.gpu == "a100" else (row.gpu,):
             get_gpu(gpu)
+
+
+def test_a_tables_drafter_adds_its_forwards_attention_over_the_drafting_requests_context():
+    """``context_token_s`` on a table's draft curve: an autoregressive drafter pays it once a drafted position (a
+    tree once a depth), a parallel block once a round; on kind: operations it is the drafter layers' KV read, near
+    what the calibrated roofline's drafters add for the same context."""
+    from helpers import flat_table
+
+    from simlab.config.hardware import TableHardware
+    from simlab.hardware.table import TableCostModel
+
+    data = flat_table(0.01, autoregressive_s=0.001, parallel_s=0.002, head_s=0.0005)
+    data["draft"]["autoregressive"]["context_token_s"] = 1e-9
+    data["draft"]["parallel"]["context_token_s"] = 5e-9
+    cost = TableCostModel(TableHardware(**data))
+    assert cost.draft_s("eagle3", 3, 8, 80_000.0) == pytest.approx(3 * 0.001 + 3 * 1e-9 * 80_000, rel=1e-12)
+    assert cost.draft_s("dflash", 7, 8, 80_000.0) == pytest.approx(0.002 + 5e-9 * 80_000, rel=1e-12)
+    assert cost.draft_s("dspark", 7, 8, 80_000.0) == pytest.approx(0.002 + 7 * 0.0005 + 5e-9 * 80_000, rel=1e-12)
+    assert cost.tree_draft_s("eagle3", 4, 2, 8, 80_000.0) == pytest.approx(
+        0.001 + 3 * 0.001 + 4 * 1e-9 * 80_000, rel=1e-12)
+    ops = build_cost_model(OperationsHardware(kind="operations", gpu="h100-sxm", model="qwen3-8b"),
+                           base_dir=Path("."), file=None)
+    roofline = build_cost_model(RooflineHardware(kind="roofline", gpu="h100-sxm", model="qwen3-8b"),
+                                base_dir=Path("."), file=None)
+    for method, gamma in (("eagle3", 3), ("dflash", 7)):
+        added = ops.draft_s(method, gamma, 64, 64 * 8000.0) - ops.draft_s(method, gamma, 64, 0.0)
+        assert added == pytest.approx(roofline.draft_s(method, gamma, 64, 64 * 8000.0)
+                                      - roofline.draft_s(method, gamma, 64, 0.0), rel=0.15)

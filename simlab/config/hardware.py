@@ -20,10 +20,13 @@ def _strictly_increasing(values: list, what: str) -> None:
 
 
 class CostCurve(StrictModel):
-    """A draft cost: a constant ``step_s``, or a curve ``step_s`` over ``batch_tokens`` (piecewise linear)."""
+    """A draft cost: a constant ``step_s``, or a curve ``step_s`` over ``batch_tokens`` (piecewise linear), at no
+    context; plus ``context_token_s`` per token of context the drafting requests hold, each time the forward runs
+    (its layers' attention reading that context; read for ``autoregressive`` and ``parallel``)."""
 
     step_s: Union[NonNegativeFloat, list[NonNegativeFloat]]
     batch_tokens: Optional[list[PositiveInt]] = None
+    context_token_s: NonNegativeFloat = 0.0
 
     @model_validator(mode="after")
     def _shape(self) -> "CostCurve":

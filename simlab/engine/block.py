@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from simlab.engine.decode import ArmPolicy, BlockKernel, DecodeSet
+from simlab.hardware.cost_spec import TABLE_CONTEXT
 from simlab.schedulers.step_inputs import schedule_inputs
 
 MAX_PASSES = 3
@@ -219,7 +220,8 @@ def _compiled_block(policy: ArmPolicy, roster: Roster, num_steps: int, store, ke
     if priced:  # the engine's verify spec; the drafter's equals the scheduler's where it reads one
         price_cost, draft_spec = price
     # a draft cost that ignores context: its seconds by draft length and requests drafting (else the spec prices it)
-    reads_grid = (priced or policy.scheduler.entry.reads_draft_cost) and draft_spec.size == 0
+    reads_grid = (priced or policy.scheduler.entry.reads_draft_cost) and (
+        draft_spec.size == 0 or draft_spec[0] == TABLE_CONTEXT)  # a table's grid, maybe with its context term
     grid = policy.draft_grid(len(roster)) if reads_grid else _NO_DRAFT
     plans_draft = policy.plans_draft
     (lengths, accepted, emitted, active, context, draft_len, num_drafting, num_exact, verify_s, draft_s,

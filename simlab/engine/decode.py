@@ -55,7 +55,8 @@ class ArmPolicy:
             return np.zeros(counts.shape)
         if self.cost.draft_reads_context:
             return self._each(np.full(counts.shape, self.gamma), counts, context_tokens)
-        return self._grid(counts)[self.gamma, counts]
+        lengths = np.full(counts.shape, self.gamma)
+        return self._with_context(self._grid(counts)[self.gamma, counts], lengths, counts, context_tokens)
 
     def draft_cost(self, draft_len: np.ndarray, num_drafting: np.ndarray, context_tokens: np.ndarray) -> np.ndarray:
         """Drafter seconds of each step in which ``num_drafting`` [S] requests draft ``draft_len`` [S] positions
@@ -67,7 +68,19 @@ class ArmPolicy:
             return np.zeros(counts.shape)
         if self.cost.draft_reads_context:
             return self._each(lengths, counts, context_tokens)
-        return self._grid(counts)[lengths, counts]
+        return self._with_context(self._grid(counts)[lengths, counts], lengths, counts, context_tokens)
+
+    def _with_context(self, grid_s: np.ndarray, lengths: np.ndarray, counts: np.ndarray,
+                      context_tokens: np.ndarray) -> np.ndarray:
+        """A grid's seconds (at no context) plus a table drafter's context term (:meth:`CostModel.draft_context`):
+        its seconds per context token a forward, times its forwards, times the drafting requests' context."""
+        per_token_s, per_position = self.cost.draft_context(self.method)
+        if per_token_s == 0.0:
+            return grid_s
+        lengths, counts = np.broadcast_arrays(lengths, counts)
+        forwards = lengths.astype(float) if per_position else np.ones(lengths.shape)
+        term = per_token_s * forwards * np.asarray(context_tokens, dtype=float)
+        return grid_s + np.where((lengths > 0) & (counts > 0), term, 0.0)
 
     def planned_draft_s(self, draft_len: np.ndarray, num_drafting: np.ndarray, num_decoding: np.ndarray,
                         context_tokens: np.ndarray) -> np.ndarray:
@@ -139,7 +152,7 @@ class ArmPolicy:
         if entry.block_code is None or (self.tree is not None and entry.reads_verify_cost):
             return None
         cost = self.cost.verify_kernel() if entry.reads_verify_cost else _NO_COST
-        draft = _GRID_DRAFT  # a draft cost that ignores context is read from draft_grid
+        draft = self._grid_draft()  # a draft cost that ignores context is read from draft_grid
         if entry.reads_draft_cost and self.cost.draft_reads_context:
             draft = self.cost.draft_kernel(self.method)
         if cost is None or draft is None:
@@ -159,10 +172,15 @@ class ArmPolicy:
         :attr:`verify_priced_by`'s ``verify_s`` do: the verify spec and the drafter's spec (empty: the draft grid
         prices it), or None where compiled code cannot price them."""
         verify = self.verify_priced_by.verify_kernel()
-        draft = _GRID_DRAFT  # the draft grid (a tree's draft too)
+        draft = self._grid_draft()  # the draft grid (a tree's draft too)
         if self.cost.draft_reads_context:  # a roofline's drafter; a tree's is priced in numpy
             draft = self.cost.draft_kernel(self.method) if self.tree is None else None
         return None if verify is None or draft is None else (verify, draft)
+
+    def _grid_draft(self) -> np.ndarray:
+        """The draft spec compiled code reads the draft grid with: empty, or a table drafter's context term."""
+        spec = self.cost.draft_context_kernel(self.method)
+        return _GRID_DRAFT if spec is None else spec
 
     @property
     def plans_draft(self) -> bool:

@@ -100,6 +100,15 @@ class CostModel(ABC):
         simulator's compiled block; None when compiled code does not price this model (the block stays numpy)."""
         return None
 
+    def draft_context(self, method: str) -> tuple[float, bool]:
+        """A drafter whose cost ignores context but for a linear term (a table's): seconds per context token of the
+        drafting requests for each forward, and whether a forward runs per drafted position; (0, False): none."""
+        return 0.0, False
+
+    def draft_context_kernel(self, method: str) -> Optional[np.ndarray]:
+        """:meth:`draft_context` in the form compiled code reads beside the draft grid, or None where it is 0."""
+        return None
+
     def draft_kernel(self, method: str) -> Optional[np.ndarray]:
         """A drafter whose cost reads context (``draft_reads_context``): its draft seconds in the form compiled code
         reads (:func:`simlab.hardware.cost_spec.roofline_draft_spec`), or None (the block stays numpy)."""

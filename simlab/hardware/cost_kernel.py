@@ -193,7 +193,19 @@ def planned_draft_s(draft, draft_len, num_drafting, num_decoding, context_tokens
         return 0.0
     share = (context_tokens if num_drafting == num_decoding
              else context_tokens * num_drafting / max(num_decoding, 1))
+    if spec[at.D_METHOD] == at.TABLE_CONTEXT:
+        return table_draft_s(grid, spec, draft_len, num_drafting, share)
     return roofline_draft_s(spec, draft_len, num_drafting, share)
+
+
+@njit(cache=True, inline="always")
+def table_draft_s(grid, spec, draft_len, num_drafting, context_tokens):
+    """A table drafter's seconds (:meth:`simlab.engine.decode.ArmPolicy.draft_cost`): its grid at no context plus
+    its forwards' context term (:func:`simlab.hardware.cost_spec.table_draft_spec`)."""
+    if draft_len == 0 or num_drafting == 0:
+        return grid[draft_len, num_drafting]
+    forwards = float(draft_len) if spec[2] != 0.0 else 1.0
+    return grid[draft_len, num_drafting] + spec[1] * forwards * context_tokens
 
 
 @njit(cache=True)
@@ -202,4 +214,6 @@ def full_draft_s(draft, gamma, num_requests, context_tokens):
     grid, spec = draft
     if spec.size == 0:
         return grid[gamma, num_requests]
+    if spec[at.D_METHOD] == at.TABLE_CONTEXT:
+        return table_draft_s(grid, spec, gamma, num_requests, context_tokens)
     return roofline_draft_s(spec, gamma, num_requests, context_tokens)

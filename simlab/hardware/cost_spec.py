@@ -35,12 +35,21 @@ EAGLE3, MTP, DFLASH, DSPARK = 1.0, 2.0, 3.0, 4.0  # draft[D_METHOD]
 D_STEP, D_FUSE, D_BLOCK, D_HEAD = 10, 18, 26, 34  # each shape's offset: its fields at offset + S_*
 S_WEIGHT, S_KV, S_FLOPS, S_ATTN, S_LOGIT, S_AR_FIXED, S_AR_TOKEN, S_KERNELS = range(8)
 NUM_DRAFT_COEF = 42
+# a table's draft spec: its grid (by draft length and requests drafting, at no context) read with a context term,
+# [TABLE_CONTEXT, seconds per context token a forward, 1 if every drafted position runs a forward else 0]
+TABLE_CONTEXT = 5.0
 # a draft model's gamma forwards run as MTP's (gamma steps of one shape, no round fusion)
 _METHODS = {"eagle3": EAGLE3, "mtp": MTP, "dflash": DFLASH, "dspark": DSPARK, "draft_model": MTP}
 
 MAX_SHARE_TOKENS = 1 << 20  # the most tokens tabulated for a routed share that is not interpolated
 
 _EMPTY = np.zeros(0)
+
+
+def table_draft_spec(context_token_s: float, per_position: bool) -> np.ndarray:
+    """A table drafter's draft spec: its grid plus ``context_token_s`` x the drafting requests' context tokens for
+    each forward (one a drafted position when ``per_position``, else one a round)."""
+    return np.array([TABLE_CONTEXT, float(context_token_s), 1.0 if per_position else 0.0])
 
 
 def table_spec(flat: np.ndarray, width: int, rows: np.ndarray) -> tuple:

@@ -44,10 +44,30 @@ def layer_s(model: ModelConfig, curves, tokens: int, tensor_parallel: int, preci
     return (parts["total"] - parts["lm_head"] - parts["sampler"]) / model.num_layers
 
 
-def drafter_curves(model: ModelConfig, curves, params, tensor_parallel: int = 1, precision: str = "bf16") -> dict:
+def context_token_s(model: ModelConfig, curves, tensor_parallel: int = 1, kv_precision: str = "bf16") -> float:
+    """Seconds one drafter layer's attention spends per token of context it reads: one layer's K and V of a token
+    on one GPU (an MLA model's latent and rope key, whole on every GPU) at the KV cache's precision, read at the
+    decode attention's efficiency (its fp8-KV curve where the GPU has one)."""
+    from simlab.hardware.precision import KV_BYTES
+
+    element = KV_BYTES[kv_precision]
+    if model.is_mla:
+        entry = (model.kv_lora_rank + model.qk_rope_head_dim) * element
+    else:
+        entry = 2 * max(1.0, model.num_kv_heads / tensor_parallel) * model.head_dim * element
+    efficiency = curves.decode_efficiency
+    if kv_precision == "fp8" and curves.decode_fp8_kv is not None:
+        efficiency = curves.decode_fp8_kv[1]
+    return entry / curves.hbm_bytes_per_s / efficiency
+
+
+def drafter_curves(model: ModelConfig, curves, params, tensor_parallel: int = 1, precision: str = "bf16",
+                   kv_precision: str = "bf16") -> dict:
     """A table's draft curves (``autoregressive``, ``autoregressive_round``, ``parallel``, ``sequential_head``) for
     ``model`` from its operations; ``params`` the roofline parameters holding the host times, ``draft_layers`` and
-    ``eagle3_draft_vocab``."""
+    ``eagle3_draft_vocab``. The curves are at no context; an autoregressive step (one drafter layer) and a
+    parallel block (``draft_layers`` layers) add their layers' attention over the drafting requests' context as
+    ``context_token_s`` (:func:`context_token_s`)."""
     tp, h = tensor_parallel, model.hidden_size
     vocab = model.vocab_size / tp
     qkv_width = (model.num_heads + 2 * model.num_kv_heads) * model.head_dim / tp
@@ -63,6 +83,10 @@ def drafter_curves(model: ModelConfig, curves, params, tensor_parallel: int = 1,
         block.append(params.draft_layers * layer + _gemm_s(curves, m, h, DFLASH_FUSED_LAYERS * h)
                      + _gemm_s(curves, m, vocab, h) + _sampler_s(curves, m, vocab) + host + round_host)
         head.append(_gemm_s(curves, m, vocab, DSPARK_HEAD_RANK) + _sampler_s(curves, m, vocab))
-    return {name: {"batch_tokens": points, "step_s": curve}
-            for name, curve in (("autoregressive", auto), ("autoregressive_round", fuse), ("parallel", block),
-                                ("sequential_head", head))}
+    out = {name: {"batch_tokens": points, "step_s": curve}
+           for name, curve in (("autoregressive", auto), ("autoregressive_round", fuse), ("parallel", block),
+                               ("sequential_head", head))}
+    per_layer_s = context_token_s(model, curves, tp, kv_precision)
+    out["autoregressive"]["context_token_s"] = per_layer_s
+    out["parallel"]["context_token_s"] = params.draft_layers * per_layer_s
+    return out

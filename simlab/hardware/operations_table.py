@@ -95,7 +95,8 @@ def table_config(cfg: OperationsHardware, file: Optional[str] = None, queries_pe
         prefill={"batch_tokens": list(PREFILL_TOKENS), "step_s": forward_s, "attention_pair_s": pair_s,
                  "window_pair_s": window_pair_s if window else 0.0, "window_tokens": window},
         kv_cache_tokens=kv_tokens(roofline),
-        draft={} if roofline is None else drafter_curves(model, curves, roofline.params, tp, cfg.precision),
+        draft={} if roofline is None else drafter_curves(model, curves, roofline.params, tp, cfg.precision,
+                                                         cfg.kv_precision),
         provenance={"source": "the model's operations priced by kernel curves", "stack": cfg.stack,
                     "curves": curves.source,
                     "priced_by": measured_families(curves, cfg.precision, cfg.kv_precision),
@@ -103,7 +104,8 @@ def table_config(cfg: OperationsHardware, file: Optional[str] = None, queries_pe
                                         "from": "the scenario" if given else
                                         {"stack": fitted["stack"], "fitted_on": list(fitted["fitted_on"])}},
                     "drafter": "the drafters' forwards as the target's layer operations (simlab.hardware."
-                                "drafter_operations), with the roofline's host times per forward and round",
+                                "drafter_operations), with the roofline's host times per forward and round, and "
+                                "their layers' attention over the drafting requests' context",
                     "kv_cache_tokens": "the roofline's",
                     "kv_roofline": kv_source(roofline),
                     "cell": f"the GPU time of B / {q} requests of {q} queries over C x {q} / B context tokens each + "

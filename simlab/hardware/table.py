@@ -60,6 +60,10 @@ class TableCostModel(CostModel):
         self._autoregressive_round = _draft_curve(cfg.draft.autoregressive_round)
         self._parallel = _draft_curve(cfg.draft.parallel)
         self._sequential_head = _draft_curve(cfg.draft.sequential_head)
+        draft = cfg.draft  # each forward's seconds per context token of the drafting requests
+        self._context_token_s = {kind: float(curve.context_token_s) if curve is not None else 0.0
+                                 for kind, curve in (("autoregressive", draft.autoregressive),
+                                                     ("parallel", draft.parallel))}
         self._prefill_per_token_s = float(cfg.prefill.per_token_s)
         prefill = cfg.prefill
         self._prefill_forward = None if prefill.batch_tokens is None else LinearTail(prefill.batch_tokens,
@@ -124,11 +128,13 @@ class TableCostModel(CostModel):
             check_method(method)
             return 0.0
         if method in ("eagle3", "mtp"):
-            return gamma * self._autoregressive.at(num_requests) + self._autoregressive_round.at(num_requests)
+            return (gamma * self._autoregressive.at(num_requests) + self._autoregressive_round.at(num_requests)
+                    + gamma * self._context_token_s["autoregressive"] * context_tokens)
         if method == "dflash":
-            return self._parallel.at(num_requests * gamma)
+            return self._parallel.at(num_requests * gamma) + self._context_token_s["parallel"] * context_tokens
         if method == "dspark":
-            return self._parallel.at(num_requests * gamma) + gamma * self._sequential_head.at(num_requests)
+            return (self._parallel.at(num_requests * gamma) + gamma * self._sequential_head.at(num_requests)
+                    + self._context_token_s["parallel"] * context_tokens)
         if method in ("ngram", "suffix"):  # a host-side lookup, and the round's host time every arm pays
             from simlab.hardware.lookup_cost import lookup_s
 
@@ -149,7 +155,26 @@ class TableCostModel(CostModel):
             return 0.0
         first = self._autoregressive.at(num_requests)
         return float(first + (depth - 1) * self._autoregressive.at(num_requests * topk)
-                     + self._autoregressive_round.at(num_requests))
+                     + self._autoregressive_round.at(num_requests)
+                     + depth * self._context_token_s["autoregressive"] * context_tokens)
+
+    def draft_context(self, method: str) -> tuple[float, bool]:
+        """``method``'s seconds per context token of the drafting requests for each drafter forward, and whether
+        it runs one forward a drafted position (autoregressive) or one a round (a parallel block); (0, False)
+        where the table gives none."""
+        if method in ("eagle3", "mtp"):
+            return self._context_token_s["autoregressive"], True
+        if method in ("dflash", "dspark"):
+            return self._context_token_s["parallel"], False
+        return 0.0, False
+
+    def draft_context_kernel(self, method: str) -> Optional[np.ndarray]:
+        """The draft spec compiled code reads its grid with (:func:`~simlab.hardware.cost_spec.table_draft_spec`),
+        or None where the drafter's cost reads no context."""
+        from simlab.hardware.cost_spec import table_draft_spec
+
+        per_token_s, per_position = self.draft_context(method)
+        return table_draft_spec(per_token_s, per_position) if per_token_s > 0.0 else None
 
     def round_host_s(self) -> float:
         """The engine's host time once per speculative round (``spec_round_overhead_s``) of the roofline this table
