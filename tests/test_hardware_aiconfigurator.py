@@ -94,4 +94,12 @@ def test_drafters_are_priced_from_the_roofline():
     for n in (1, 8, 64):
         assert model.draft_s("eagle3", 3, n) == pytest.approx(roofline.draft_s("eagle3", 3, n), rel=1e-9)
         assert model.draft_s("eagle3", 3, n) > 0
+        context = n * 8000.0  # and over the requests' context
+        assert model.draft_s("eagle3", 3, n, context) == pytest.approx(roofline.draft_s("eagle3", 3, n, context),
+                                                                       rel=1e-9)
+        for method in ("dflash", "dspark"):  # a block of 7 n tokens reads the curve between its points
+            assert model.draft_s(method, 7, n, context) == pytest.approx(roofline.draft_s(method, 7, n, context),
+                                                                         rel=0.005)
+            assert model.draft_s(method, 7, n, context) - model.draft_s(method, 7, n, 0.0) == pytest.approx(
+                roofline.draft_s(method, 7, n, context) - roofline.draft_s(method, 7, n, 0.0), rel=1e-6)
     assert model.kv_cache_tokens() == roofline.kv_cache_tokens()

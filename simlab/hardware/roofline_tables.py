@@ -31,8 +31,10 @@ def roofline_for(gpu: str, model: str, stack: str, tensor_parallel: int, precisi
 def drafter_curves(roofline) -> dict:
     """Drafter cost curves from ``roofline``: the autoregressive step (eagle3's second step less its first) and
     what its round costs once beside its steps (its first step less one step), the parallel block (dflash, over
-    its tokens), the sequential head (dspark less dflash); empty without a roofline. So a table's eagle3 round of
-    any length costs what the roofline's does."""
+    its tokens), the sequential head (dspark less dflash), all at no context, and each forward's seconds per token
+    of the drafting requests' context (``context_token_s``: the roofline's drafters read it linearly in the
+    context, taken at many requests per attention group, a parallel block at 7 drafts); empty without a
+    roofline. So a table's eagle3 round of any length costs what the roofline's does."""
     if roofline is None:
         return {}
     points = list(DRAFT_BATCH_TOKENS)
@@ -41,9 +43,19 @@ def drafter_curves(roofline) -> dict:
     round_s = [max(0.0, first - step) for first, step in zip(one, auto)]
     parallel = [roofline.draft_s("dflash", 1, n) for n in points]
     head = [max(0.0, roofline.draft_s("dspark", 1, n) - roofline.draft_s("dflash", 1, n)) for n in points]
-    return {name: {"batch_tokens": points, "step_s": curve}
-            for name, curve in (("autoregressive", auto), ("autoregressive_round", round_s), ("parallel", parallel),
-                                ("sequential_head", head))}
+    out = {name: {"batch_tokens": points, "step_s": curve}
+           for name, curve in (("autoregressive", auto), ("autoregressive_round", round_s), ("parallel", parallel),
+                               ("sequential_head", head))}
+    if getattr(roofline, "compressed", None) is None:  # a compressed model's drafter keeps a window: not linear
+        requests, context = 64 * int(getattr(roofline, "groups", 1) or 1), 1e6
+
+        def added(method: str, gamma: int) -> float:
+            return roofline.draft_s(method, gamma, requests, context) - roofline.draft_s(method, gamma, requests, 0.0)
+
+        out["autoregressive"]["context_token_s"] = max(0.0, (added("eagle3", 2) - added("eagle3", 1)) / context)
+        # a block's queries blend its KV read with attention FLOPs in the calibrated knee: taken at 7 a request
+        out["parallel"]["context_token_s"] = max(0.0, added("dflash", 7) / context)
+    return out
 
 
 def kv_source(roofline) -> Optional[dict]:
