@@ -298,3 +298,30 @@ def test_an_fp8_kv_cache_halves_what_attention_reads_and_doubles_the_tokens_that
     assert costs["fp8"].verify_s(64, 64 * 8000.0) < costs["bf16"].verify_s(64, 64 * 8000.0)
     # no context: only the fp8 kernel's own floor and the cache write's bytes differ
     assert costs["fp8"].verify_s(1, 0.0) == pytest.approx(costs["bf16"].verify_s(1, 0.0), rel=0.02)
+
+
+def test_a_plan_on_the_operation_model_deploys_no_drafter_its_stacks_release_cannot_start(tmp_path):
+    """The operation model's table names no release; a plan holds it to the stack's newest, as a roofline is, so a
+    DSpark arm is never deployed on vLLM (whose releases serve no DSpark drafter) and its launch file stays valid."""
+    import json
+
+    from helpers import run_cli
+
+    plan = {"name": "served", "seed": 1,
+            "workload": {"kind": "poisson", "rate": 2.0, "num_requests": 60,
+                         "prompt_tokens": {"dist": "constant", "value": 500},
+                         "output_tokens": {"dist": "constant", "value": 100}},
+            "model": "qwen3-8b", "acceptance": {"kind": "preset", "name": "qwen3-8b"},
+            "arms": [{"name": "dspark", "method": "dspark", "gamma": 5}],
+            "plan": {"sla": "mean_tpot_ms<=50", "gpus": [{"gpu": "h100-sxm", "usd_per_hour": 2.5}],
+                     "stack": ["vllm", "sglang"], "precision": "bf16", "tensor_parallel": [1], "max_gpus": 1,
+                     "objective": "num_gpus", "cost_model": "operations"}}
+    path = tmp_path / "plan.yaml"
+    path.write_text(yaml.safe_dump(plan), encoding="utf-8")
+    code, _, stderr = run_cli("plan", str(path), "--out", str(tmp_path / "out"))
+    assert code == 0, stderr
+    result = json.loads((tmp_path / "out" / "plan.json").read_text())
+    assert result["best"]["stack"] == "sglang"
+    rows = (tmp_path / "out" / "plan.csv").read_text().splitlines()
+    vllm = [row for row in rows if ",vllm," in row]
+    assert vllm and all("does not serve dspark" in row for row in vllm)
