@@ -224,12 +224,23 @@ def test_operations_pad_steps_to_the_stacks_graphs_and_schedulers_read_the_engin
         assert default_view(cost) == view and not scheduler_view(cost, None).buckets.enabled
 
 
+def _plan(tmp_path, plan: dict) -> dict:
+    """``simlab plan`` of ``plan`` into tmp_path/out; its plan.json."""
+    import json
+
+    from helpers import run_cli
+
+    path = tmp_path / "plan.yaml"
+    path.write_text(yaml.safe_dump(plan), encoding="utf-8")
+    code, _, stderr = run_cli("plan", str(path), "--out", str(tmp_path / "out"))
+    assert code == 0, stderr
+    return json.loads((tmp_path / "out" / "plan.json").read_text())
+
+
 def test_a_plan_on_the_operation_model_answers_the_issues_question_with_two_h100s(tmp_path):
     """30 requests/s of 1,000/250 tokens on Qwen3-8B within a mean TPOT of 25 ms and TTFT of 2 s, without
     speculation: aiconfigurator sizes it at 2 H100s; the roofline needs 4 (3 miss at 25.7 ms); the operation model
     meets it with 2 in bf16 (docs/operations.md)."""
-    from helpers import run_cli
-
     plan = {"name": "q30", "seed": 1,
             "workload": {"kind": "poisson", "rate": 30.0, "num_requests": 1500,
                          "prompt_tokens": {"dist": "constant", "value": 1000},
@@ -239,13 +250,7 @@ def test_a_plan_on_the_operation_model_answers_the_issues_question_with_two_h100
             "plan": {"sla": "mean_tpot_ms<=25,mean_ttft_ms<=2000", "gpus": [{"gpu": "h100-sxm", "usd_per_hour": 2.5}],
                      "stack": "vllm", "precision": "bf16", "tensor_parallel": [1], "max_gpus": 8,
                      "objective": "num_gpus", "cost_model": "operations"}}
-    path = tmp_path / "plan.yaml"
-    path.write_text(yaml.safe_dump(plan), encoding="utf-8")
-    code, _, stderr = run_cli("plan", str(path), "--out", str(tmp_path / "out"))
-    assert code == 0, stderr
-    import json
-
-    result = json.loads((tmp_path / "out" / "plan.json").read_text())
+    result = _plan(tmp_path, plan)
     assert result["best"]["num_gpus"] == 2 and result["best"]["meets_sla"]
     assert result["best"]["precision"] == "bf16"
 
@@ -303,10 +308,6 @@ def test_an_fp8_kv_cache_halves_what_attention_reads_and_doubles_the_tokens_that
 def test_a_plan_on_the_operation_model_deploys_no_drafter_its_stacks_release_cannot_start(tmp_path):
     """The operation model's table names no release; a plan holds it to the stack's newest, as a roofline is, so a
     DSpark arm is never deployed on vLLM (whose releases serve no DSpark drafter) and its launch file stays valid."""
-    import json
-
-    from helpers import run_cli
-
     plan = {"name": "served", "seed": 1,
             "workload": {"kind": "poisson", "rate": 2.0, "num_requests": 60,
                          "prompt_tokens": {"dist": "constant", "value": 500},
@@ -316,11 +317,7 @@ def test_a_plan_on_the_operation_model_deploys_no_drafter_its_stacks_release_can
             "plan": {"sla": "mean_tpot_ms<=50", "gpus": [{"gpu": "h100-sxm", "usd_per_hour": 2.5}],
                      "stack": ["vllm", "sglang"], "precision": "bf16", "tensor_parallel": [1], "max_gpus": 1,
                      "objective": "num_gpus", "cost_model": "operations"}}
-    path = tmp_path / "plan.yaml"
-    path.write_text(yaml.safe_dump(plan), encoding="utf-8")
-    code, _, stderr = run_cli("plan", str(path), "--out", str(tmp_path / "out"))
-    assert code == 0, stderr
-    result = json.loads((tmp_path / "out" / "plan.json").read_text())
+    result = _plan(tmp_path, plan)
     assert result["best"]["stack"] == "sglang"
     rows = (tmp_path / "out" / "plan.csv").read_text().splitlines()
     vllm = [row for row in rows if ",vllm," in row]
