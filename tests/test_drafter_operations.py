@@ -106,3 +106,31 @@ def test_a_tables_drafter_adds_its_forwards_attention_over_the_drafting_requests
         added = ops.draft_s(method, gamma, 64, 64 * 8000.0) - ops.draft_s(method, gamma, 64, 0.0)
         assert added == pytest.approx(roofline.draft_s(method, gamma, 64, 64 * 8000.0)
                                       - roofline.draft_s(method, gamma, 64, 0.0), rel=0.15)
+
+
+def test_mtp_takes_its_own_step_where_a_table_gives_one():
+    """A table's ``mtp`` and ``mtp_round`` curves price MTP (the model's layer, its 2h -> h projection and the full
+    LM head); without them MTP reads EAGLE-3's autoregressive curves. kind: operations writes them: near the
+    calibrated roofline's MTP, where EAGLE-3's step (a 32k-vocabulary head) was a third below it at 512 requests."""
+    from helpers import flat_table
+
+    from simlab.config.hardware import TableHardware
+    from simlab.hardware.table import TableCostModel
+
+    data = flat_table(0.01, autoregressive_s=0.001)
+    data["draft"]["autoregressive_round"] = {"step_s": 0.0002}
+    plain = TableCostModel(TableHardware(**data))
+    assert plain.draft_s("mtp", 2, 8) == pytest.approx(plain.draft_s("eagle3", 2, 8), rel=1e-12)
+    data["draft"]["mtp"] = {"step_s": 0.003, "context_token_s": 1e-9}
+    data["draft"]["mtp_round"] = {"step_s": 0.0005}
+    own = TableCostModel(TableHardware(**data))
+    assert own.draft_s("mtp", 2, 8, 1000.0) == pytest.approx(2 * 0.003 + 0.0005 + 2 * 1e-9 * 1000, rel=1e-12)
+    assert own.draft_s("eagle3", 2, 8) == pytest.approx(2 * 0.001 + 0.0002, rel=1e-12)
+    assert own.draft_context("mtp") == (1e-9, True)
+    ops = build_cost_model(OperationsHardware(kind="operations", gpu="h100-sxm", model="qwen3-8b"),
+                           base_dir=Path("."), file=None)
+    roofline = build_cost_model(RooflineHardware(kind="roofline", gpu="h100-sxm", model="qwen3-8b"),
+                                base_dir=Path("."), file=None)
+    for requests in (1, 64, 512):
+        assert ops.draft_s("mtp", 1, requests) == pytest.approx(roofline.draft_s("mtp", 1, requests), rel=0.1)
+    assert ops.draft_s("eagle3", 1, 512) < 0.7 * roofline.draft_s("mtp", 1, 512)

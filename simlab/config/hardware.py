@@ -82,6 +82,10 @@ class DraftTable(StrictModel):
     sequential_head: Optional[CostCurve] = None
     # once per round of an autoregressive drafter, beside its steps (by requests): the engine's round overhead
     autoregressive_round: Optional[CostCurve] = None
+    # MTP's own step (the model's MTP layer, its 2h -> h projection, the full LM head) and its once-per-round cost;
+    # absent: MTP reads the autoregressive curves
+    mtp: Optional[CostCurve] = None
+    mtp_round: Optional[CostCurve] = None
 
 
 class PrefillTable(StrictModel):

@@ -65,28 +65,32 @@ def drafter_curves(model: ModelConfig, curves, params, tensor_parallel: int = 1,
                    kv_precision: str = "bf16") -> dict:
     """A table's draft curves (``autoregressive``, ``autoregressive_round``, ``parallel``, ``sequential_head``) for
     ``model`` from its operations; ``params`` the roofline parameters holding the host times, ``draft_layers`` and
-    ``eagle3_draft_vocab``. The curves are at no context; an autoregressive step (one drafter layer) and a
-    parallel block (``draft_layers`` layers) add their layers' attention over the drafting requests' context as
-    ``context_token_s`` (:func:`context_token_s`)."""
+    ``eagle3_draft_vocab``; and MTP's own step (the target's layer, the 2h -> h projection of the embedding and
+    the hidden state, the full LM head and sampling) with its round's host time. The curves are at no context;
+    an autoregressive step (one drafter layer) and a parallel block (``draft_layers`` layers) add their layers'
+    attention over the drafting requests' context as ``context_token_s`` (:func:`context_token_s`)."""
     tp, h = tensor_parallel, model.hidden_size
     vocab = model.vocab_size / tp
     qkv_width = (model.num_heads + 2 * model.num_kv_heads) * model.head_dim / tp
     host, round_host = float(params.draft_forward_overhead_s), float(params.spec_round_overhead_s)
     draft_vocab = params.eagle3_draft_vocab / tp
     points = list(DRAFT_BATCH_TOKENS)
-    auto, fuse, block, head = [], [], [], []
+    auto, fuse, block, head, mtp = [], [], [], [], []
     for m in points:
         layer = layer_s(model, curves, m, tp, precision)
         auto.append(layer + _gemm_s(curves, m, qkv_width, h) + _gemm_s(curves, m, draft_vocab, h)
                     + _sampler_s(curves, m, draft_vocab) + host)
+        mtp.append(layer + _gemm_s(curves, m, h, 2 * h) + _gemm_s(curves, m, vocab, h) + _sampler_s(curves, m, vocab)
+                   + host)
         fuse.append(_gemm_s(curves, m, h, EAGLE3_FUSED_LAYERS * h) + round_host)
         block.append(params.draft_layers * layer + _gemm_s(curves, m, h, DFLASH_FUSED_LAYERS * h)
                      + _gemm_s(curves, m, vocab, h) + _sampler_s(curves, m, vocab) + host + round_host)
         head.append(_gemm_s(curves, m, vocab, DSPARK_HEAD_RANK) + _sampler_s(curves, m, vocab))
     out = {name: {"batch_tokens": points, "step_s": curve}
            for name, curve in (("autoregressive", auto), ("autoregressive_round", fuse), ("parallel", block),
-                               ("sequential_head", head))}
+                               ("sequential_head", head), ("mtp", mtp))}
+    out["mtp_round"] = {"step_s": round_host}
     per_layer_s = context_token_s(model, curves, tp, kv_precision)
-    out["autoregressive"]["context_token_s"] = per_layer_s
+    out["autoregressive"]["context_token_s"] = out["mtp"]["context_token_s"] = per_layer_s
     out["parallel"]["context_token_s"] = params.draft_layers * per_layer_s
     return out

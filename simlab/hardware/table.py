@@ -60,10 +60,15 @@ class TableCostModel(CostModel):
         self._autoregressive_round = _draft_curve(cfg.draft.autoregressive_round)
         self._parallel = _draft_curve(cfg.draft.parallel)
         self._sequential_head = _draft_curve(cfg.draft.sequential_head)
+        own_mtp = cfg.draft.mtp is not None  # MTP's own step and round, else EAGLE-3's autoregressive ones
+        self._mtp = _draft_curve(cfg.draft.mtp) if own_mtp else self._autoregressive
+        self._mtp_round = _draft_curve(cfg.draft.mtp_round) if own_mtp else self._autoregressive_round
         draft = cfg.draft  # each forward's seconds per context token of the drafting requests
         self._context_token_s = {kind: float(curve.context_token_s) if curve is not None else 0.0
                                  for kind, curve in (("autoregressive", draft.autoregressive),
-                                                     ("parallel", draft.parallel))}
+                                                     ("parallel", draft.parallel), ("mtp", draft.mtp))}
+        if not own_mtp:
+            self._context_token_s["mtp"] = self._context_token_s["autoregressive"]
         self._prefill_per_token_s = float(cfg.prefill.per_token_s)
         prefill = cfg.prefill
         self._prefill_forward = None if prefill.batch_tokens is None else LinearTail(prefill.batch_tokens,
@@ -127,9 +132,12 @@ class TableCostModel(CostModel):
         if method == "none" or gamma <= 0 or num_requests <= 0:
             check_method(method)
             return 0.0
-        if method in ("eagle3", "mtp"):
+        if method == "eagle3":
             return (gamma * self._autoregressive.at(num_requests) + self._autoregressive_round.at(num_requests)
                     + gamma * self._context_token_s["autoregressive"] * context_tokens)
+        if method == "mtp":
+            return (gamma * self._mtp.at(num_requests) + self._mtp_round.at(num_requests)
+                    + gamma * self._context_token_s["mtp"] * context_tokens)
         if method == "dflash":
             return self._parallel.at(num_requests * gamma) + self._context_token_s["parallel"] * context_tokens
         if method == "dspark":
@@ -163,7 +171,7 @@ class TableCostModel(CostModel):
         it runs one forward a drafted position (autoregressive) or one a round (a parallel block); (0, False)
         where the table gives none."""
         if method in ("eagle3", "mtp"):
-            return self._context_token_s["autoregressive"], True
+            return self._context_token_s["autoregressive" if method == "eagle3" else "mtp"], True
         if method in ("dflash", "dspark"):
             return self._context_token_s["parallel"], False
         return 0.0, False
@@ -241,7 +249,7 @@ class TableCostModel(CostModel):
             return 0.0
         if method == "draft_model":
             return None
-        curve = self._autoregressive if method in ("eagle3", "mtp") else self._parallel
+        curve = {"eagle3": self._autoregressive, "mtp": self._mtp}.get(method, self._parallel)
         return float(curve.at(tokens))
 
     def describe(self) -> dict[str, Any]:
