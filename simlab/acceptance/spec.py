@@ -52,10 +52,9 @@ class AcceptanceSpec:
     def match_probs(self, method: str, domains: Sequence[str]) -> Any:
         """[len(domains)] each domain's chance that a round of ``method`` finds a match, or None where every round
         proposes (not a lookup drafter's shipped curves)."""
-        by_domain = self.match_prob.get(method)
-        if by_domain is None:
+        if method not in self.match_prob:
             return None
-        return np.array([by_domain[d] if d in by_domain else by_domain[ANY_DOMAIN] for d in domains], dtype=float)
+        return np.array([self.match(method, d) for d in domains], dtype=float)
 
     def curve(self, method: str, domain: str, gamma: int) -> np.ndarray:
         """L_1..L_gamma for one method and domain (KeyError/ValueError when not covered)."""

@@ -48,17 +48,11 @@ def context_token_s(model: ModelConfig, curves, tensor_parallel: int = 1, kv_pre
     """Seconds one drafter layer's attention spends per token of context it reads: one layer's K and V of a token
     on one GPU (an MLA model's latent and rope key, whole on every GPU) at the KV cache's precision, read at the
     decode attention's efficiency (its fp8-KV curve where the GPU has one)."""
+    from simlab.hardware.device import kv_heads_per_gpu
     from simlab.hardware.precision import KV_BYTES
 
-    element = KV_BYTES[kv_precision]
-    if model.is_mla:
-        entry = (model.kv_lora_rank + model.qk_rope_head_dim) * element
-    else:
-        entry = 2 * max(1.0, model.num_kv_heads / tensor_parallel) * model.head_dim * element
-    efficiency = curves.decode_efficiency
-    if kv_precision == "fp8" and curves.decode_fp8_kv is not None:
-        efficiency = curves.decode_fp8_kv[1]
-    return entry / curves.hbm_bytes_per_s / efficiency
+    per_token = model.kv_bytes_per_token(kv_heads_per_gpu(model, tensor_parallel), KV_BYTES[kv_precision])
+    return per_token / model.num_kv_layers / curves.hbm_bytes_per_s / curves.decode_curve(kv_precision)[1]
 
 
 def drafter_curves(model: ModelConfig, curves, params, tensor_parallel: int = 1, precision: str = "bf16",

@@ -55,6 +55,13 @@ class KernelCurves:
     allreduce: dict = field(default_factory=dict)  # by tensor-parallel size: (floor_s, bytes_per_s)
     decode_fp8_kv: Optional[tuple[float, float]] = None  # decode attention over an fp8 KV cache: (floor_s, efficiency)
 
+    def decode_curve(self, kv_dtype: str = "bf16") -> tuple[float, float]:
+        """(floor_s, efficiency) of decode attention over a KV cache of ``kv_dtype``: the fp8-KV curve where the
+        GPU's file has one, else the bf16 one."""
+        if kv_dtype == "fp8" and self.decode_fp8_kv is not None:
+            return self.decode_fp8_kv
+        return self.decode_floor_s, self.decode_efficiency
+
     def ideal_s(self, op) -> float:
         return max(op.bytes / self.hbm_bytes_per_s, op.flops / self.bf16_flop_per_s)
 
@@ -78,11 +85,9 @@ class KernelCurves:
             return self.gemm_floor_s + self.ideal_s(op) / efficiency
         if op.kind == "prefill_attention":
             return self.prefill_floor_s + self.ideal_s(op) / self.prefill_efficiency
-        if op.kind == "attention" and op.dtype == "fp8" and self.decode_fp8_kv is not None:
-            floor, efficiency = self.decode_fp8_kv
-            return floor + self.ideal_s(op) / efficiency
         if op.kind in ("attention", "state"):
-            return self.decode_floor_s + self.ideal_s(op) / self.decode_efficiency
+            floor, efficiency = self.decode_curve(op.dtype if op.kind == "attention" else "bf16")
+            return floor + self.ideal_s(op) / efficiency
         if op.kind == "allreduce":
             tp = self.tensor_parallel
             if tp in self.allreduce:

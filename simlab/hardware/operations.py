@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from simlab.hardware.model_shape import BF16_BYTES, ModelConfig
+from simlab.hardware.precision import KV_BYTES
 
 
 @dataclass(frozen=True)
@@ -50,8 +51,6 @@ def decode_operations(model: ModelConfig, *, num_requests: int, queries_per_requ
     """The operations of one decode (``queries_per_request`` = 1) or verify forward, on one GPU; ``precision`` the
     decoder layers' GEMMs' (fp8: vLLM's per-tensor fp8; the LM head stays bf16), ``kv_precision`` the KV cache's
     (fp8: attention reads one byte an element, its FLOPs unchanged)."""
-    from simlab.hardware.precision import KV_BYTES
-
     if precision not in ("bf16", "fp8"):
         raise ValueError(f"the operation model prices bf16 and fp8 GEMMs, not {precision}")
     if kv_precision not in KV_BYTES:
@@ -206,8 +205,8 @@ def _mla_operations(model: ModelConfig, num_requests: int, tokens: int, context_
             gemm("o_proj", tokens, hidden, heads * model.v_head_dim, layers, dtype)]
     pairs = tokens * context_per_request
     ops.append(Operation("attention", "mla_attention", layers, model.attention_flops_per_pair / tp * pairs,
-                         (latent + rope) * (1.0 if kv_precision == "fp8" else BF16_BYTES) * num_requests
-                         * context_per_request, dtype=kv_precision))
+                         (latent + rope) * KV_BYTES[kv_precision] * num_requests * context_per_request,
+                         dtype=kv_precision))
     return ops
 
 

@@ -132,17 +132,10 @@ class TableCostModel(CostModel):
         if method == "none" or gamma <= 0 or num_requests <= 0:
             check_method(method)
             return 0.0
-        if method == "eagle3":
-            return (gamma * self._autoregressive.at(num_requests) + self._autoregressive_round.at(num_requests)
-                    + gamma * self._context_token_s["autoregressive"] * context_tokens)
-        if method == "mtp":
-            return (gamma * self._mtp.at(num_requests) + self._mtp_round.at(num_requests)
-                    + gamma * self._context_token_s["mtp"] * context_tokens)
-        if method == "dflash":
-            return self._parallel.at(num_requests * gamma) + self._context_token_s["parallel"] * context_tokens
-        if method == "dspark":
-            return (self._parallel.at(num_requests * gamma) + gamma * self._sequential_head.at(num_requests)
-                    + self._context_token_s["parallel"] * context_tokens)
+        if method in ("eagle3", "mtp", "dflash", "dspark"):
+            per_token_s, per_position = self.draft_context(method)
+            return self._draft_at_no_context(method, gamma, num_requests) + (
+                per_token_s * (gamma if per_position else 1) * context_tokens)
         if method in ("ngram", "suffix"):  # a host-side lookup, and the round's host time every arm pays
             from simlab.hardware.lookup_cost import lookup_s
 
@@ -165,6 +158,14 @@ class TableCostModel(CostModel):
         return float(first + (depth - 1) * self._autoregressive.at(num_requests * topk)
                      + self._autoregressive_round.at(num_requests)
                      + depth * self._context_token_s["autoregressive"] * context_tokens)
+
+    def _draft_at_no_context(self, method: str, gamma: int, num_requests: float) -> float:
+        if method == "eagle3":
+            return gamma * self._autoregressive.at(num_requests) + self._autoregressive_round.at(num_requests)
+        if method == "mtp":
+            return gamma * self._mtp.at(num_requests) + self._mtp_round.at(num_requests)
+        block = self._parallel.at(num_requests * gamma)
+        return block if method == "dflash" else block + gamma * self._sequential_head.at(num_requests)
 
     def draft_context(self, method: str) -> tuple[float, bool]:
         """``method``'s seconds per context token of the drafting requests for each drafter forward, and whether
