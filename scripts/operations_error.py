@@ -1,6 +1,6 @@
 """The operation model's error on public engine runs (docs/operations.md): every non-speculative bf16 or fp8 run of
-hw_profiles/calibration/engine_measurements.csv on a target the operation model prices (dense, hybrid, MoE and MLA
-without expert parallelism) whose GPU has kernel curves, by class, replayed as
+hw_profiles/calibration/engine_measurements.csv on a target the operation model prices (dense, hybrid, MoE and MLA,
+with or without expert parallelism) whose GPU has kernel curves, by class, replayed as
 ``simlab profiles check`` replays it (closed loop at the run's concurrency and lengths, its engine limits), on
 ``kind: operations`` and on the calibrated roofline; |simulated / measured - 1| of TPOT and output throughput per
 band of users. The runs the engine's time was fitted on (hw_profiles/calibration/engine_time.yaml: gpustack's Qwen3-8B
@@ -26,7 +26,7 @@ def band(users: int) -> str:
 
 def by_band(rows: list[tuple]):
     """(role, users band, the rest of each row) per non-empty group of rows (role, band, ...)."""
-    for role in ("fitted", "held out", "fitted, MoE", "held out, MoE", "held out, hybrid"):
+    for role in ("fitted", "held out", "fitted, MoE", "held out, MoE", "held out, MoE, EP", "held out, hybrid"):
         for users in ("1", "2-31", "32-127", "128+"):
             group = [row[2:] for row in rows if row[0] == role and row[1] == users]
             if group:
@@ -47,12 +47,13 @@ def main() -> int:
     for record in load_records():
         model = get_model(record.model)
         if (record.speculative or record.precision not in ("bf16", "fp8")
-                or model.compressed is not None or (record.expert_parallel or 1) > 1
+                or model.compressed is not None
                 or not curves_file(record.gpu).is_file()):
             continue
         ops, roofline = simulate_record(record, record.operations_hardware()), simulate_record(record)
         role = "fitted" if record.id in engine_fitted else "held out"
         role += ", MoE" if model.is_moe else ", hybrid" if model.hybrid is not None else ""
+        role += ", EP" if (record.expert_parallel or 1) > 1 else ""
         errors = {f"{name}_{metric}": abs(result[metric] / measured - 1.0)
                   for name, result in (("ops", ops), ("roofline", roofline))
                   for metric, measured in (("mean_tpot_ms", record.mean_tpot_ms),
@@ -78,7 +79,7 @@ def main() -> int:
 
         print(f"| {role} | {users} | {len(group)} | {cell('ops_mean_tpot_ms')} | {cell('roofline_mean_tpot_ms')} | "
               f"{cell('ops_output_throughput_tok_s')} | {cell('roofline_output_throughput_tok_s')} |")
-    print_by_model([row for row in rows if "MoE" in row[0] and row[2].mean_tpot_ms is not None])
+    print_by_model([row for row in rows if row[0].endswith("MoE") and row[2].mean_tpot_ms is not None])
     return 0
 
 
@@ -108,7 +109,7 @@ if __name__ == "__main__" and "--gain" not in sys.argv:
 
 def gain_rows():
     """Speculation's gain (output throughput with / without) on the operation model, for every chain pair of
-    gain_check.py on a target it prices (dense, MoE and MLA without expert parallelism) whose GPU has curves:
+    gain_check.py on a target it prices (dense, MoE and MLA, with or without expert parallelism) whose GPU has curves:
     (role, users band, measured, operations, roofline)."""
     from simlab.hardware.kernel_curves import curves_file
     from simlab.hardware.specs import get_model
@@ -129,7 +130,7 @@ def gain_rows():
     rows = []
     for _, spec, base in pairs(load_records() + read_load_records()[0]):
         model = get_model(spec.model)
-        if (model.compressed is not None or (getattr(spec, "expert_parallel", 1) or 1) > 1
+        if (model.compressed is not None
                 or not curves_file(spec.gpu).is_file() or spec.precision not in ("bf16", "fp8")
                 or getattr(spec, "tree_topk", None)):
             continue
@@ -138,6 +139,7 @@ def gain_rows():
         roofline = simulate_load_record(spec) / simulate_load_record(base)
         role = "fitted" if spec.id in used or base.id in used else "held out"
         role += ", MoE" if model.is_moe else ""
+        role += ", EP" if (getattr(spec, "expert_parallel", 1) or 1) > 1 else ""
         rows.append((role, band(spec.concurrency), measured, ops, roofline))
         print(f"{role:8} {spec.id[:60]:60} users {spec.concurrency:4} gain {measured:5.2f} ops {ops:5.2f} "
               f"roofline {roofline:5.2f}", flush=True)

@@ -118,6 +118,8 @@ def test_the_shipped_curves_are_what_the_database_gives():
     assert shipped["gemm"]["error_llm_shapes"]["median_abs_error"] < 0.06
     assert script.fit_moe("h100_sxm", gpu.hbm_bytes_per_s, gpu.bf16_flop_per_s) == shipped["moe"]
     assert script.fit_allreduce("h100_sxm") == shipped["allreduce"]
+    assert script.fit_alltoall("h100_sxm") == shipped["alltoall"]
+    assert shipped["alltoall"]["source"].endswith("0.5.12")  # the newest release's one-node rows, not 0.5.6's
 
 
 def test_the_operations_step_follows_the_databases_own_step_estimate():
@@ -322,3 +324,90 @@ def test_a_plan_on_the_operation_model_deploys_no_drafter_its_stacks_release_can
     rows = (tmp_path / "out" / "plan.csv").read_text().splitlines()
     vllm = [row for row in rows if ",vllm," in row]
     assert vllm and all("does not serve dspark" in row for row in vllm)
+
+
+def test_expert_parallelism_reads_whole_experts_on_the_busiest_gpu_and_moves_tokens_by_all_to_all():
+    """DeepSeek-V3 on 8 GPUs. E = T = 8: whole experts on each GPU of the tensor-parallel group (the busiest reads
+    its share of the experts the step's tokens select, and runs k / E of their copies), two all-reduces a layer.
+    T = 1, E = 8: eight data-parallel attention groups; the busiest holds ceil(R / 8) requests, the experts see all
+    R, one all-reduce-free step with a dispatch and a combine in every MoE layer."""
+    from simlab.hardware.moe_layout import MoeLayout, dispatch_bytes_per_copy
+
+    model = get_model("deepseek-v3")
+    h, width, k, n = model.hidden_size, model.moe_intermediate_size, model.experts_per_token, model.num_experts
+    for requests in (1, 13, 256):
+        whole = {o.name: o for o in decode_operations(model, num_requests=requests, context_per_request=1000.0,
+                                                      tensor_parallel=8, expert_parallel=8, precision="fp8")}
+        share = MoeLayout.of(model, 8, 8).routed_share(float(requests))
+        touched = share * n / 8
+        assert whole["experts"].bytes == pytest.approx(touched * 3 * h * width + 2 * 2 * h * requests * k / 8,
+                                                       rel=1e-12)
+        assert whole["experts"].flops == pytest.approx(2 * requests * k / 8 * 3 * h * width, rel=1e-12)
+        assert whole["allreduce"].count == 2 * model.num_layers and "dispatch" not in whole
+
+        groups = {o.name: o for o in decode_operations(model, num_requests=requests, context_per_request=1000.0,
+                                                       tensor_parallel=1, expert_parallel=8, precision="fp8")}
+        busiest = math.ceil(requests / 8)
+        alone = {o.name: o for o in decode_operations(model, num_requests=busiest, context_per_request=1000.0,
+                                                      precision="fp8")}
+        assert groups["mla_attention"].bytes == alone["mla_attention"].bytes  # the busiest group's requests
+        assert groups["q_a_proj"].m == busiest
+        assert groups["experts"].bytes == pytest.approx(whole["experts"].bytes, rel=1e-12)  # the replica's tokens
+        assert "allreduce" not in groups
+        assert groups["dispatch"].count == groups["combine"].count == model.num_moe_layers
+        assert groups["dispatch"].bytes == pytest.approx(busiest * k * dispatch_bytes_per_copy(h, "fp8"), rel=1e-12)
+        assert groups["combine"].bytes == pytest.approx(busiest * k * 2 * h, rel=1e-12)
+    # priced by DeepEP's fitted kernels where the database measured them, else the roofline's default
+    op = groups["combine"]
+    fit = yaml.safe_load(curves_file("h200").read_text())["alltoall"]["combine"]
+    assert load_curves(GPUS["h200"]).seconds(op) == pytest.approx(fit["floor_s"] + op.bytes / fit["bytes_per_s"])
+    l40s = load_curves(GPUS["l40s"])
+    assert not l40s.alltoall
+    assert l40s.seconds(op) == pytest.approx(4.165e-05 + op.bytes / (0.42 * l40s.link_bytes_per_s))
+
+
+def test_kind_operations_under_expert_parallelism_counts_every_gpu_and_refuses_what_cannot_be_laid_out():
+    from simlab.common.errors import InputError
+    from simlab.config.hardware import OperationsHardware
+    from simlab.hardware.gpus import gpus_per_replica
+    from simlab.hardware.operations_table import build_operations
+
+    def build(**fields):
+        return build_operations(OperationsHardware(kind="operations", gpu="h200", **fields))
+
+    groups = build(model="deepseek-v3", tensor_parallel=1, expert_parallel=8, precision="fp8", stack="sglang")
+    described = groups.describe()
+    assert gpus_per_replica(described) == 8 and described["provenance"]["attention_groups"] == 8
+    assert described["provenance"]["priced_by"]["all-to-all"] == "hw_profiles/kernels/h200.yaml"
+    # per request, eight groups of one request each step faster than one group of eight
+    whole = build(model="deepseek-v3", tensor_parallel=8, precision="fp8", stack="sglang")
+    assert groups.verify_s(8, 8 * 2000.0) < 8 * groups.verify_s(1, 2000.0)
+    assert gpus_per_replica(whole.describe()) == 8 and "all-to-all" not in whole.describe()["provenance"]["priced_by"]
+    # a tensor-parallel table counts its GPUs (it counted one before)
+    assert gpus_per_replica(build(model="qwen3-32b", tensor_parallel=2).describe()) == 2
+    assert OperationsHardware(kind="operations", gpu="h200", model="qwen3-8b").model_dump().get(
+        "expert_parallel") is None  # a dump without expert parallelism is as it was
+    for model, ep, why in (("qwen3-8b", 2, "dense"), ("deepseek-v3", 3, "does not divide")):
+        with pytest.raises(InputError) as err:
+            build(model=model, tensor_parallel=1, expert_parallel=ep)
+        assert err.value.field == "hardware.expert_parallel" and why in str(err.value)
+
+
+def test_a_plan_on_the_operation_model_lays_out_experts_in_parallel(tmp_path):
+    """Expert-parallel layouts are planned on the operation model (before, they were skipped on it)."""
+    plan = {"name": "moe", "seed": 1,
+            "workload": {"kind": "poisson", "rate": 2.0, "num_requests": 40,
+                         "prompt_tokens": {"dist": "constant", "value": 500},
+                         "output_tokens": {"dist": "constant", "value": 100}},
+            "model": "qwen3-30b-a3b", "acceptance": {"kind": "preset", "name": "qwen3-8b"},
+            "arms": [{"name": "no-spec", "method": "none"}],
+            "plan": {"sla": "mean_tpot_ms<=50", "gpus": [{"gpu": "h100-sxm", "usd_per_hour": 2.5}],
+                     "stack": "sglang", "precision": "bf16", "tensor_parallel": [2], "max_gpus": 2,
+                     "objective": "num_gpus", "cost_model": "operations"}}
+    result = _plan(tmp_path, plan)
+    import csv
+
+    with open(tmp_path / "out" / "plan.csv", encoding="utf-8") as handle:
+        ep = [row for row in csv.DictReader(handle) if row["expert_parallel"] == "2"]
+    assert ep and all(row["status"] != "skipped" and row["meets_sla"] == "True" for row in ep)
+    assert result["best"]["meets_sla"]

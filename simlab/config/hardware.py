@@ -225,17 +225,27 @@ class AicHardware(StrictModel, frozen=True):
 class OperationsHardware(StrictModel, frozen=True):
     """Step costs from the model's operations priced by curves fitted on measured kernels, plus the engine's own
     time (simlab/hardware/operations_table.py, docs/operations.md). ``step_overhead_s`` and ``request_overhead_s``
-    left out take the fit on engine runs the docs state."""
+    left out take the fit on engine runs the docs state. ``expert_parallel`` places a mixture of experts' whole
+    experts as ``kind: roofline`` does (data-parallel attention groups of ``tensor_parallel`` GPUs when larger)."""
 
     kind: Literal["operations"]
     gpu: str
     model: str
     tensor_parallel: PositiveInt = Field(default=1, le=64)
+    expert_parallel: PositiveInt = Field(default=1, le=1024)
     precision: Literal["bf16", "fp8"] = "bf16"
     kv_precision: Literal["bf16", "fp8"] = "bf16"  # the KV cache's: what decode attention reads, how many tokens fit
     stack: Literal["vllm", "sglang", "trtllm", "eager"] = "vllm"  # whose roofline drafters and KV capacity
     step_overhead_s: Optional[NonNegativeFloat] = None
     request_overhead_s: Optional[NonNegativeFloat] = None
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: Any) -> dict[str, Any]:
+        # expert_parallel 1 is not written: dumps (and the study points hashed from them) stay as before the field
+        out = handler(self)
+        if out.get("expert_parallel") == 1:
+            del out["expert_parallel"]
+        return out
 
 
 HardwareObject = Annotated[Union[TableHardware, RooflineHardware, AicHardware, OperationsHardware],

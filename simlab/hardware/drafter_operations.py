@@ -36,11 +36,13 @@ def _sampler_s(curves, tokens: int, vocab: float) -> float:
     return curves.seconds(sampler(tokens, vocab))
 
 
-def layer_s(model: ModelConfig, curves, tokens: int, tensor_parallel: int, precision: str) -> float:
+def layer_s(model: ModelConfig, curves, tokens: int, tensor_parallel: int, precision: str,
+            expert_parallel: int = 1) -> float:
     """One of the target's layers over ``tokens`` tokens at no context: its operations less the LM head and the
-    sampler, over its layers."""
+    sampler, over its layers (under expert parallelism with its share of the all-to-all)."""
     parts = price(decode_operations(model, num_requests=tokens, context_per_request=0.0,
-                                    tensor_parallel=tensor_parallel, precision=precision), curves)
+                                    tensor_parallel=tensor_parallel, expert_parallel=expert_parallel,
+                                    precision=precision), curves)
     return (parts["total"] - parts["lm_head"] - parts["sampler"]) / model.num_layers
 
 
@@ -56,7 +58,7 @@ def context_token_s(model: ModelConfig, curves, tensor_parallel: int = 1, kv_pre
 
 
 def drafter_curves(model: ModelConfig, curves, params, tensor_parallel: int = 1, precision: str = "bf16",
-                   kv_precision: str = "bf16") -> dict:
+                   kv_precision: str = "bf16", expert_parallel: int = 1) -> dict:
     """A table's draft curves (``autoregressive``, ``autoregressive_round``, ``parallel``, ``sequential_head``) for
     ``model`` from its operations; ``params`` the roofline parameters holding the host times, ``draft_layers`` and
     ``eagle3_draft_vocab``; and MTP's own step (the target's layer, the 2h -> h projection of the embedding and
@@ -71,7 +73,7 @@ def drafter_curves(model: ModelConfig, curves, params, tensor_parallel: int = 1,
     points = list(DRAFT_BATCH_TOKENS)
     auto, fuse, block, head, mtp = [], [], [], [], []
     for m in points:
-        layer = layer_s(model, curves, m, tp, precision)
+        layer = layer_s(model, curves, m, tp, precision, expert_parallel)
         auto.append(layer + _gemm_s(curves, m, qkv_width, h) + _gemm_s(curves, m, draft_vocab, h)
                     + _sampler_s(curves, m, draft_vocab) + host)
         mtp.append(layer + _gemm_s(curves, m, h, 2 * h) + _gemm_s(curves, m, vocab, h) + _sampler_s(curves, m, vocab)

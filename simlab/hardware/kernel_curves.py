@@ -8,8 +8,9 @@ attention and state updates the decode attention's (both read a cache once; over
 prefill attention its own by FLOPs; a mixture of experts' routed experts the fused MoE kernel's curve (by tokens per
 touched expert; its floor holds the routing and permutation kernels), else one grouped GEMM; all-reduces the custom
 all-reduce's fitted floor and bandwidth for their tensor-parallel size, else the link bandwidth (a ring's two passes)
-and a 10 us latency; elementwise kernels and the sampler the GEMM floor and their bytes at the decode attention's
-efficiency.
+and a 10 us latency; expert parallelism's dispatch and combine DeepEP's fitted floor and bandwidth, else the
+roofline's default all-to-all (its latency, its share of the link's bandwidth); elementwise kernels and the sampler
+the GEMM floor and their bytes at the decode attention's efficiency.
 A GPU without curves takes those of the GPU its file names (``calibrated_like``), else the H100's.
 """
 
@@ -27,6 +28,7 @@ from simlab.common.resources import shipped_dir
 from simlab.common.yaml_file import read_yaml
 
 ALLREDUCE_LATENCY_S = 10e-6
+ALLTOALL_FALLBACK = (4.165e-05, 0.42)  # RooflineParams' default all-to-all: latency, share of the link's bandwidth
 DEFAULT_CURVES_GPU = "h100-sxm"
 
 
@@ -54,6 +56,7 @@ class KernelCurves:
     moe: dict = field(default_factory=dict)  # by dtype: (floor_s, log2 tokens per expert, efficiency); none: GEMMs
     allreduce: dict = field(default_factory=dict)  # by tensor-parallel size: (floor_s, bytes_per_s)
     decode_fp8_kv: Optional[tuple[float, float]] = None  # decode attention over an fp8 KV cache: (floor_s, efficiency)
+    alltoall: dict = field(default_factory=dict)  # expert parallelism's dispatch and combine: (floor_s, bytes_per_s)
 
     def decode_curve(self, kv_dtype: str = "bf16") -> tuple[float, float]:
         """(floor_s, efficiency) of decode attention over a KV cache of ``kv_dtype``: the fp8-KV curve where the
@@ -94,10 +97,17 @@ class KernelCurves:
                 floor, bandwidth = self.allreduce[tp]
                 return floor + op.bytes / bandwidth
             return ALLREDUCE_LATENCY_S + 2.0 * (tp - 1) / tp * op.bytes / self.link_bytes_per_s
+        if op.kind == "alltoall":
+            if op.name in self.alltoall:
+                floor, bandwidth = self.alltoall[op.name]
+                return floor + op.bytes / bandwidth
+            latency, share = ALLTOALL_FALLBACK
+            return latency + op.bytes / (self.link_bytes_per_s * share)
         return self.gemm_floor_s + op.bytes / self.hbm_bytes_per_s / self.decode_efficiency
 
 
-def measured_families(curves: KernelCurves, precision: str = "bf16", kv_precision: str = "bf16") -> dict[str, str]:
+def measured_families(curves: KernelCurves, precision: str = "bf16", kv_precision: str = "bf16",
+                      alltoall: bool = False) -> dict[str, str]:
     """Each kernel family a step of ``precision`` runs, and what prices it: the curve fitted on measured kernels
     (its file), or the fallback where the database held none for that GPU."""
     out = {"gemm": curves.source if precision == "bf16" or curves.fp8_floor_s is not None else "none",
@@ -111,6 +121,10 @@ def measured_families(curves: KernelCurves, precision: str = "bf16", kv_precisio
     if tp > 1:
         fallback = f"link bandwidth and {ALLREDUCE_LATENCY_S * 1e6:.0f} us (no all-reduce rows for TP {tp})"
         out["all-reduce"] = curves.source if tp in curves.allreduce else fallback
+    if alltoall:
+        latency, share = ALLTOALL_FALLBACK
+        out["all-to-all"] = (curves.source if curves.alltoall else f"{share:.0%} of the link bandwidth and "
+                             f"{latency * 1e6:.1f} us (no wide-EP rows for this GPU)")
     out["elementwise and sampler"] = "the GEMM floor and the decode attention's efficiency"
     return out
 
@@ -131,6 +145,8 @@ def load_curves(gpu, tensor_parallel: int = 1) -> KernelCurves:
            for dtype, fit in (("bf16", data.get("moe")), ("fp8", data.get("moe_fp8"))) if fit}
     allreduce = {int(tp): (float(fit["floor_s"]), float(fit["bytes_per_s"]))
                  for tp, fit in (data.get("allreduce") or {}).items() if str(tp).isdigit()}
+    alltoall = {name: (float(fit["floor_s"]), float(fit["bytes_per_s"]))
+                for name, fit in (data.get("alltoall") or {}).items() if name in ("dispatch", "combine")}
     return KernelCurves(
         gpu=gpu.name, hbm_bytes_per_s=gpu.hbm_bytes_per_s, bf16_flop_per_s=gpu.bf16_flop_per_s,
         link_bytes_per_s=gpu.nvlink_bytes_per_s, tensor_parallel=tensor_parallel,
@@ -140,5 +156,5 @@ def load_curves(gpu, tensor_parallel: int = 1) -> KernelCurves:
         prefill_efficiency=float(prefill["efficiency"]), source=f"hw_profiles/kernels/{data['gpu']}.yaml",
         fp8_flop_per_s=gpu.fp8_flop_per_s, fp8_floor_s=float(fp8["floor_s"]) if fp8 else None,
         fp8_log2_m=tuple(fp8.get("log2_m", ())), fp8_efficiency=tuple(fp8.get("efficiency", ())), moe=moe,
-        allreduce=allreduce,
+        allreduce=allreduce, alltoall=alltoall,
         decode_fp8_kv=(float(fp8_kv["floor_s"]), float(fp8_kv["efficiency"])) if fp8_kv else None)

@@ -16,7 +16,9 @@ Each kernel family is priced as ``floor_s + ideal_s / efficiency``, ``ideal_s`` 
 - prefill attention: efficiency of the FLOPs, likewise;
 - the fused MoE layer (vLLM's Triton kernel, bf16 and fp8, balanced routing): efficiency by tokens per touched
   expert, floor from the rows under 10 us;
-- the custom all-reduce (graph-captured), per tensor-parallel size: a latency floor and a bandwidth.
+- the custom all-reduce (graph-captured), per tensor-parallel size: a latency floor and a bandwidth;
+- expert parallelism's all-to-all (DeepEP's low-latency dispatch and combine, SGLang's wide-EP, one node of 8 GPUs):
+  a latency floor and a bandwidth each, over the bytes a GPU's tokens send to their experts.
 
 The fit's error on every row of the database (median and 90th percentile of |predicted / measured - 1|) is written
 beside the curves.
@@ -24,6 +26,7 @@ beside the curves.
 
 from __future__ import annotations
 
+import re
 import sys
 from datetime import date
 from pathlib import Path
@@ -141,6 +144,42 @@ def fit_allreduce(system: str) -> dict:
     return out
 
 
+def _version_key(path: Path) -> tuple:
+    return tuple(int(part) if part.isdigit() else -1 for part in re.split(r"[.]", path.parent.name))
+
+
+def fit_alltoall(system: str) -> dict:
+    """Expert parallelism's dispatch and combine: DeepEP's low-latency kernels as SGLang's newest wide-EP rows
+    measure them on one node: per operation a latency floor (the median over 1-2 tokens a GPU) and a bandwidth
+    (the median over rows of at least 8 MiB) of the bytes a GPU's tokens send, ``tokens x top-k`` copies of
+    :func:`~simlab.hardware.moe_layout.dispatch_bytes_per_copy` (fp8 with its scales and routing metadata, as DeepEP
+    dispatches) and of a bf16 hidden state (the combine)."""
+    import aiconfigurator_core
+    import pandas as pd
+
+    from simlab.hardware.moe_layout import dispatch_bytes_per_copy
+
+    root = Path(aiconfigurator_core.__file__).parent / "systems" / "data" / system / "comm"
+    files = sorted(root.glob("sglang/*/wideep_deepep_ll_perf.parquet"), key=_version_key)
+    if not files:
+        raise FileNotFoundError(f"no wide-EP rows for {system}")
+    df = pd.read_parquet(files[-1])
+    df = df[df.node_num == 1]
+    out = {"source": f"{system}/comm/sglang/{files[-1].parent.name}", "kernel": "deepep low-latency"}
+    hidden = df.hidden_size.to_numpy().astype(float)
+    copies = (df.num_token * df.num_topk).to_numpy().astype(float)
+    per_copy = {"dispatch": np.array([dispatch_bytes_per_copy(h, "fp8") for h in hidden]), "combine": 2.0 * hidden}
+    for op in ("dispatch", "combine"):
+        t = df[f"{op}_avg_t_us"].to_numpy() * 1e-6
+        nbytes = copies * per_copy[op]
+        floor = float(np.median(t[df.num_token.to_numpy() <= 2]))
+        big = nbytes >= 8 * 2 ** 20
+        bandwidth = float(np.median(nbytes[big] / (t[big] - floor)))
+        out[op] = {"floor_s": round(floor, 9), "bytes_per_s": round(bandwidth, -6),
+                   "error_all_rows": _errors(floor + nbytes / bandwidth, t)}
+    return out
+
+
 def fit_moe(system: str, bw: float, peak: float, dtype: str = "bf16") -> dict:
     """The fused MoE layer (routing, the touched experts' grouped GEMMs, the activation and the combine) of vLLM's
     Triton kernel, balanced routing, no expert parallelism: efficiency by tokens per touched expert (log2 buckets),
@@ -193,7 +232,8 @@ def main(argv: list[str]) -> int:
         for key, fit in (("moe", lambda: fit_moe(system, bw, peak)),
                          ("moe_fp8", lambda: fit_moe(system, bw, gpu.fp8_flop_per_s, "fp8")
                           if gpu.fp8_flop_per_s else {}),
-                         ("allreduce", lambda: fit_allreduce(system))):
+                         ("allreduce", lambda: fit_allreduce(system)),
+                         ("alltoall", lambda: fit_alltoall(system))):
             try:
                 found = fit()
             except FileNotFoundError:

@@ -6,7 +6,11 @@ efficiency curves are fitted on measured kernels (docs/operations.md).
 step's tokens and N x K from the model's shape (split ``tensor_parallel`` ways), attention by kind (full: each
 request's queries against its context; a window layer: its window; a state layer: the state read per request and
 written per query), a mixture of experts' router and the experts its tokens select (a grouped GEMM of M = tokens x
-k / experts touched each), the all-reduces of tensor parallelism, the LM head and the sampler.
+k / experts touched each), the all-reduces of tensor parallelism, the LM head and the sampler. Under expert
+parallelism (:class:`~simlab.hardware.moe_layout.MoeLayout`) the step is its busiest GPU's: whole experts on each
+of E GPUs read the experts the replica's tokens select there, and with data-parallel attention (E > T) the busiest
+attention group's requests run the rest while tokens reach their experts by an all-to-all dispatch and come back by
+a combine in every MoE layer.
 :func:`price` prices each with :class:`~simlab.hardware.kernel_curves.KernelCurves` and sums them.
 
 This is the step's GPU time alone: the engine's own time comes on top in ``kind: operations``
@@ -15,9 +19,12 @@ This is the step's GPU time alone: the engine's own time comes on top in ``kind:
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from typing import Optional
 
 from simlab.hardware.model_shape import BF16_BYTES, ModelConfig
+from simlab.hardware.moe_layout import MoeLayout, dispatch_bytes_per_copy
 from simlab.hardware.precision import KV_BYTES
 
 
@@ -25,7 +32,7 @@ from simlab.hardware.precision import KV_BYTES
 class Operation:
     """One kernel, run ``count`` times a step (once per layer of its kind)."""
 
-    kind: str  # gemm | moe | attention | state | allreduce | elementwise | sampler | prefill_attention
+    kind: str  # gemm | moe | attention | state | allreduce | alltoall | elementwise | sampler | prefill_attention
     name: str
     count: int
     flops: float
@@ -45,12 +52,20 @@ def sampler(tokens: int, vocab: float) -> Operation:
     return Operation("sampler", "sampler", 1, 0.0, 16.0 * tokens * vocab)
 
 
+def busiest_group_requests(num_requests: float, groups: int) -> float:
+    """The requests the busiest of ``groups`` data-parallel attention groups holds: ceil(R / D), at most R (a cell
+    of a table below one request stays a fraction)."""
+    return min(num_requests, math.ceil(num_requests / groups)) if groups > 1 else num_requests
+
+
 def decode_operations(model: ModelConfig, *, num_requests: int, queries_per_request: int = 1,
-                      context_per_request: float = 0.0, tensor_parallel: int = 1,
+                      context_per_request: float = 0.0, tensor_parallel: int = 1, expert_parallel: int = 1,
                       precision: str = "bf16", kv_precision: str = "bf16") -> list[Operation]:
     """The operations of one decode (``queries_per_request`` = 1) or verify forward, on one GPU; ``precision`` the
     decoder layers' GEMMs' (fp8: vLLM's per-tensor fp8; the LM head stays bf16), ``kv_precision`` the KV cache's
-    (fp8: attention reads one byte an element, its FLOPs unchanged)."""
+    (fp8: attention reads one byte an element, its FLOPs unchanged). ``num_requests`` are the replica's: with
+    ``expert_parallel`` above ``tensor_parallel`` the busiest attention group holds
+    :func:`busiest_group_requests` of them, and the experts see all."""
     if precision not in ("bf16", "fp8"):
         raise ValueError(f"the operation model prices bf16 and fp8 GEMMs, not {precision}")
     if kv_precision not in KV_BYTES:
@@ -60,6 +75,10 @@ def decode_operations(model: ModelConfig, *, num_requests: int, queries_per_requ
     if model.compressed is not None:
         raise ValueError("the operation model lists GQA/MQA, MLA and hybrid layers (not compressed attention yet)")
     tp = tensor_parallel
+    layout = MoeLayout.of(model, tp, expert_parallel) if model.is_moe else None
+    replica_tokens = num_requests * queries_per_request
+    if layout is not None:
+        num_requests = busiest_group_requests(num_requests, layout.attention_groups)
     tokens = num_requests * queries_per_request
     hidden, head_dim = model.hidden_size, model.head_dim
     heads, kv_heads = model.num_heads / tp, max(1.0, model.num_kv_heads / tp)
@@ -94,9 +113,16 @@ def decode_operations(model: ModelConfig, *, num_requests: int, queries_per_requ
         ops += [gemm("gate_up_proj", tokens, 2 * model.intermediate_size / tp, hidden, dense_layers, dtype),
                 gemm("down_proj", tokens, hidden, model.intermediate_size / tp, dense_layers, dtype)]
     if model.is_moe:
-        ops += _moe_operations(model, tokens, tp, dtype)
-    if tp > 1:
-        ops.append(Operation("allreduce", "allreduce", 2 * model.num_layers, 0.0, BF16_BYTES * tokens * hidden))
+        ops += _moe_operations(model, tokens, tp, dtype, layout, replica_tokens)
+    alltoall = layout is not None and layout.uses_alltoall
+    if tp > 1:  # two a layer; with the all-to-all, one a layer and one a dense MLP
+        count = model.num_layers + dense_layers if alltoall else 2 * model.num_layers
+        ops.append(Operation("allreduce", "allreduce", count, 0.0, BF16_BYTES * tokens * hidden))
+    if alltoall:  # each GPU of a group sends its 1 / T share of the group's tokens to their k experts, and back
+        copies = tokens / tp * model.experts_per_token
+        ops += [Operation("alltoall", "dispatch", model.num_moe_layers, 0.0,
+                          copies * dispatch_bytes_per_copy(hidden, precision)),
+                Operation("alltoall", "combine", model.num_moe_layers, 0.0, copies * BF16_BYTES * hidden)]
     ops += small_kernels(model, tokens, attention_layers, dense_layers, tp, kv_element)
     ops.append(gemm("lm_head", tokens, model.vocab_size / tp, hidden, 1))
     ops.append(sampler(tokens, model.vocab_size))
@@ -140,15 +166,15 @@ def small_kernels(model: ModelConfig, tokens: int, attention_layers: int, dense_
     return ops
 
 
-def forward_token_operations(model: ModelConfig, *, tokens: int, tensor_parallel: int = 1,
+def forward_token_operations(model: ModelConfig, *, tokens: int, tensor_parallel: int = 1, expert_parallel: int = 1,
                              precision: str = "bf16", kv_precision: str = "bf16") -> list[Operation]:
     """The operations of a forward whose cost follows its ``tokens`` alone: the GEMMs at M = ``tokens``, the
     all-reduces, the elementwise kernels and a linear-attention layer's per-token FLOPs (its state read and written
     once), without attention over context, the LM head or the sampler. A prefill chunk adds these at M = decode +
     chunk tokens to the decode forward it joins (one forward, as chunked prefill runs it)."""
     ops = []
-    for op in decode_operations(model, num_requests=tokens, context_per_request=0.0,
-                                tensor_parallel=tensor_parallel, precision=precision, kv_precision=kv_precision):
+    for op in decode_operations(model, num_requests=tokens, context_per_request=0.0, tensor_parallel=tensor_parallel,
+                                expert_parallel=expert_parallel, precision=precision, kv_precision=kv_precision):
         if op.kind in ("attention", "sampler") or op.name == "lm_head":
             continue
         if op.kind == "state":  # a prompt's state is read and written once a chunk, not once a token
@@ -210,25 +236,38 @@ def _mla_operations(model: ModelConfig, num_requests: int, tokens: int, context_
     return ops
 
 
-def _moe_operations(model: ModelConfig, tokens: int, tp: int, dtype: str = "bf16") -> list[Operation]:
+def _moe_operations(model: ModelConfig, tokens: int, tp: int, dtype: str = "bf16", layout: Optional[MoeLayout] = None,
+                    replica_tokens: Optional[float] = None) -> list[Operation]:
     """The router, the shared experts, and the routed experts the step's tokens select: ``touched`` experts of
     ``tokens x k / touched`` tokens each, read once each, as one fused MoE kernel a layer (gate-up, activation and
-    down projections of every touched expert)."""
+    down projections of every touched expert), each split ``tp`` ways. Under expert parallelism each of E GPUs
+    holds whole experts: the busiest reads its share of the experts the replica's tokens select
+    (:meth:`~simlab.hardware.moe_layout.MoeLayout.routed_share`) and runs ``replica tokens x k / E`` of their
+    (token, expert) copies."""
     from simlab.hardware.specs import expected_experts
 
     hidden, width, layers = model.hidden_size, model.moe_intermediate_size, model.num_moe_layers
-    touched = float(expected_experts(tokens, model.num_experts, model.experts_per_token))
-    per_expert = max(1, round(tokens * model.experts_per_token / touched))
     ops = [gemm("router", tokens, model.num_experts, hidden, layers)]  # the router stays bf16
     if model.num_shared_experts:
         shared = model.num_shared_experts * width / tp
         ops += [gemm("shared_gate_up", tokens, 2 * shared, hidden, layers, dtype),
                 gemm("shared_down", tokens, hidden, shared, layers, dtype)]
     element = 1.0 if dtype == "fp8" else BF16_BYTES
-    weights = touched * 3.0 * hidden * width / tp * element
-    activations = BF16_BYTES * tokens * hidden * (1.0 + model.experts_per_token)  # in, and each choice's output
-    ops.append(Operation("moe", "experts", layers, 2.0 * tokens * model.experts_per_token * 3.0 * hidden * width / tp,
-                         weights + activations, per_expert, dtype))
+    k = model.experts_per_token
+    if layout is None or layout.expert_parallel <= 1:
+        touched = float(expected_experts(tokens, model.num_experts, k))
+        copies, split = tokens * k, tp  # every expert split T ways, every token on every GPU
+        activations = BF16_BYTES * tokens * hidden * (1.0 + k)  # in, and each choice's output
+        flops = 2.0 * tokens * k * 3.0 * hidden * width / tp
+    else:
+        holders = layout.expert_holders
+        touched = float(layout.routed_share(replica_tokens)) * model.num_experts / holders
+        copies, split = replica_tokens * k / holders, 1
+        activations = BF16_BYTES * hidden * 2.0 * copies  # each copy in, and its output
+        flops = 2.0 * copies * 3.0 * hidden * width
+    per_expert = max(1, round(copies / max(touched, 1e-12)))
+    weights = touched * 3.0 * hidden * width / split * element
+    ops.append(Operation("moe", "experts", layers, flops, weights + activations, per_expert, dtype))
     return ops
 
 

@@ -47,6 +47,7 @@ def table_config(cfg: OperationsHardware, file: Optional[str] = None, queries_pe
     """The ``kind: table`` config the operation model gives for ``cfg`` (cached per process); its verify cells hold
     ``queries_per_request`` tokens a request."""
     from simlab.hardware.kernel_curves import load_curves, measured_families
+    from simlab.hardware.moe_layout import MoeLayout
     from simlab.hardware.operations import decode_operations, forward_token_operations, prefill_pair_s, price
     from simlab.hardware.drafter_operations import drafter_curves
     from simlab.hardware.roofline_tables import kv_source, kv_tokens, roofline_for
@@ -54,7 +55,11 @@ def table_config(cfg: OperationsHardware, file: Optional[str] = None, queries_pe
 
     gpu = get_gpu(cfg.gpu, file=file, field="hardware.gpu")
     model = get_model(cfg.model, file=file, field="hardware.model")
-    tp = cfg.tensor_parallel
+    tp, ep = cfg.tensor_parallel, cfg.expert_parallel
+    if ep > 1:
+        from simlab.hardware.roofline_build import check_expert_parallel
+
+        check_expert_parallel(model, tp, ep, file=file, field="hardware.expert_parallel")
     curves = load_curves(gpu, tp)
     if cfg.precision == "fp8" and curves.fp8_floor_s is None:
         from simlab.common.errors import InputError
@@ -71,24 +76,26 @@ def table_config(cfg: OperationsHardware, file: Optional[str] = None, queries_pe
     def cell(batch: int, context: int) -> float:
         requests = batch / q  # (a cell below q tokens: a fraction of a request, read between the grid's points)
         ops = decode_operations(model, num_requests=requests, queries_per_request=q,
-                                context_per_request=context / requests, tensor_parallel=tp, precision=cfg.precision,
-                                kv_precision=cfg.kv_precision)
+                                context_per_request=context / requests, tensor_parallel=tp, expert_parallel=ep,
+                                precision=cfg.precision, kv_precision=cfg.kv_precision)
         return price(ops, curves)["total"] + step_s + request_s * requests
 
     rows = [[cell(b, c) for b in BATCH_TOKENS] for c in CONTEXT_TOKENS]
-    forward_s = [step_s + price(forward_token_operations(model, tokens=m, tensor_parallel=tp, precision=cfg.precision,
-                                                         kv_precision=cfg.kv_precision), curves)["total"]
+    forward_s = [step_s + price(forward_token_operations(model, tokens=m, tensor_parallel=tp, expert_parallel=ep,
+                                                         precision=cfg.precision, kv_precision=cfg.kv_precision),
+                                curves)["total"]
                  for m in PREFILL_TOKENS]
     pair_s, window_pair_s = prefill_pair_s(model, curves, tp)
     window = model.hybrid.window_tokens if model.hybrid is not None and model.hybrid.num_window_layers else None
     # a config's model is named by its path
-    roofline = roofline_for(gpu_reference(gpu), model.name, cfg.stack, tp, cfg.precision, cfg.kv_precision)
+    roofline = roofline_for(gpu_reference(gpu), model.name, cfg.stack, tp, cfg.precision, cfg.kv_precision, ep)
+    layout = MoeLayout.of(model, tp, ep)
     from simlab.hardware.stacks import get_stack
 
     graphs = list(get_stack(cfg.stack).capture_sizes)  # a decode step pads to the stack's next CUDA graph
     return TableHardware(
         kind="table", cuda_graph_buckets=graphs or None,
-        name=f"operations:{gpu.name}_{file_label(model.name)}_{cfg.precision}_tp{tp}"
+        name=f"operations:{gpu.name}_{file_label(model.name)}_{cfg.precision}_tp{tp}" + (f"_ep{ep}" if ep > 1 else "")
                            + (f"_kv{cfg.kv_precision}" if cfg.kv_precision != "bf16" else "")
                            + (f"_q{q}" if q > 1 else ""),
         verify={"batch_tokens": list(BATCH_TOKENS), "context_tokens": list(CONTEXT_TOKENS), "step_s": rows},
@@ -96,10 +103,13 @@ def table_config(cfg: OperationsHardware, file: Optional[str] = None, queries_pe
                  "window_pair_s": window_pair_s if window else 0.0, "window_tokens": window},
         kv_cache_tokens=kv_tokens(roofline),
         draft={} if roofline is None else drafter_curves(model, curves, roofline.params, tp, cfg.precision,
-                                                         cfg.kv_precision),
+                                                         cfg.kv_precision, ep),
         provenance={"source": "the model's operations priced by kernel curves", "stack": cfg.stack,
+                    "tensor_parallel": tp, "num_gpus": layout.num_gpus,
+                    **({"expert_parallel": ep, "attention_groups": layout.attention_groups} if ep > 1 else {}),
                     "curves": curves.source,
-                    "priced_by": measured_families(curves, cfg.precision, cfg.kv_precision),
+                    "priced_by": measured_families(curves, cfg.precision, cfg.kv_precision,
+                                                   layout.uses_alltoall),
                     "engine_overhead": {"step_overhead_s": step_s, "request_overhead_s": request_s,
                                         "from": "the scenario" if given else
                                         {"stack": fitted["stack"], "fitted_on": list(fitted["fitted_on"])}},

@@ -14,15 +14,15 @@ DRAFT_BATCH_TOKENS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 
 @lru_cache(maxsize=16)
 def roofline_for(gpu: str, model: str, stack: str, tensor_parallel: int, precision: str = "bf16",
-                 kv_precision: str = "bf16"):
-    """The calibrated roofline for the same GPU, model, stack, TP, weights' precision (which sets the memory left
-    for KV) and KV precision (the tokens it holds), or None when it lacks them."""
+                 kv_precision: str = "bf16", expert_parallel: int = 1):
+    """The calibrated roofline for the same GPU, model, stack, TP and EP, weights' precision (which sets the memory
+    left for KV) and KV precision (the tokens it holds), or None when it lacks them."""
     from simlab.config.hardware import RooflineHardware
     from simlab.hardware.roofline_build import build_roofline
     try:
         return build_roofline(RooflineHardware(kind="roofline", gpu=gpu, model=model, stack=stack,
-                                               tensor_parallel=tensor_parallel, precision=precision,
-                                               kv_precision=kv_precision),
+                                               tensor_parallel=tensor_parallel, expert_parallel=expert_parallel,
+                                               precision=precision, kv_precision=kv_precision),
                               file=None, field="hardware")
     except InputError:
         return None

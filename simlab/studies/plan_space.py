@@ -48,7 +48,8 @@ class Layout:
     def hardware(self) -> dict:
         if self.cost_model == "operations":
             return {"kind": "operations", "gpu": self.gpu, "model": self.model, "stack": self.stack,
-                    "tensor_parallel": self.tensor_parallel, "precision": self.precision}
+                    "tensor_parallel": self.tensor_parallel, "precision": self.precision,
+                    **({"expert_parallel": self.expert_parallel} if self.expert_parallel > 1 else {})}
         return {"kind": "roofline", "gpu": self.gpu, "model": self.model, "stack": self.stack,
                 "precision": self.precision, "tensor_parallel": self.tensor_parallel,
                 "expert_parallel": self.expert_parallel}
@@ -114,6 +115,7 @@ def plan_load(spec: PlanSpec) -> Load:
 def enumerate_layouts(spec: PlanSpec, load: Load) -> tuple[list[Layout], list[tuple[str, str]]]:
     """Every layout that holds the model and the largest request within ``max_gpus``; and the ones that do not,
     each with why. No layout at all is an :class:`InputError` naming ``model``."""
+    from simlab.hardware.gpus import gpus_per_replica
     from simlab.hardware.precision import peak_flop_per_s
     from simlab.hardware.specs import get_gpu, get_model
 
@@ -133,9 +135,9 @@ def enumerate_layouts(spec: PlanSpec, load: Load) -> tuple[list[Layout], list[tu
                         if peak_flop_per_s(gpu, precision) is None:
                             skipped.append((what, f"{gpu_name} has no {precision} tensor cores"))
                             continue
-                        if block.cost_model == "operations" and (precision not in ("bf16", "fp8") or ep > 1):
-                            skipped.append((what, "the operation model prices bf16 and fp8 kernels without expert "
-                                                  "parallelism (docs/operations.md)"))
+                        if block.cost_model == "operations" and precision not in ("bf16", "fp8"):
+                            skipped.append((what, "the operation model prices bf16 and fp8 kernels "
+                                                  "(docs/operations.md)"))
                             continue
                         hardware = Layout(gpu_name, stack, precision, tp, ep, model.name, 0, 0.0, 0,
                                           block.cost_model).hardware
@@ -144,7 +146,7 @@ def enumerate_layouts(spec: PlanSpec, load: Load) -> tuple[list[Layout], list[tu
                         except InputError as err:
                             skipped.append((what, err.problem))
                             continue
-                        gpus = int(getattr(cost, "num_gpus", tp))
+                        gpus = gpus_per_replica(cost.describe())
                         kv = int(cost.kv_cache_tokens() or 0)
                         if gpus > block.max_gpus:
                             skipped.append((what, f"one replica needs {gpus} GPUs, above max_gpus {block.max_gpus}"))

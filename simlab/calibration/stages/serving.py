@@ -108,7 +108,8 @@ class ServingRecord:
     def operations_hardware(self, **given: Any) -> dict[str, Any]:
         """The ``kind: operations`` config this record is simulated on (``given`` fields replace the record's)."""
         return {"kind": "operations", "gpu": self.gpu, "model": self.model, "tensor_parallel": self.tensor_parallel,
-                "precision": self.precision, "kv_precision": self.kv_precision, "stack": self.engine, **given}
+                "precision": self.precision, "kv_precision": self.kv_precision, "stack": self.engine,
+                **({"expert_parallel": self.expert_parallel} if self.expert_parallel > 1 else {}), **given}
 
 
 def optional_float(value: Any) -> Optional[float]:
