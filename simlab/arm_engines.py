@@ -16,8 +16,7 @@ from simlab.hardware.engine_settings import EngineSettings, resolve_engine
 from simlab.hardware.graph_sizes import spec_decode_sizes, with_graph_sizes
 from simlab.hardware.operations_table import with_verify_queries
 from simlab.hardware.other_drafters import other_drafter_cost
-from simlab.hardware.lookup_cost import LOOKUP_METHODS
-from simlab.hardware.overlap import with_lookup_round, with_overlap
+from simlab.hardware.overlap import with_overlap
 from simlab.hardware.releases import check_methods
 from simlab.hardware.sps_view import scheduler_view
 from simlab.schedulers import Scheduler, from_config
@@ -99,13 +98,11 @@ def arm_engines(engine: EngineConfig, arms: list[Arm], cost, file=None) -> ArmEn
         rule = release.speculative.get("cuda_graph_sizes") if release is not None and speculative else None
         if rule is not None and cost.buckets.enabled:
             sizes = spec_decode_sizes(cost.buckets.sizes, 1 + _verified_beyond_anchor(arm), rule.value)
-            step_cost = with_graph_sizes(cost, sizes)
+            step_cost = with_graph_sizes(step_cost, sizes)  # an operations arm's table keeps its verify queries
             resolved = dataclasses.replace(resolved, graph_sizes=sizes)
         if speculative:  # the round's host time: hidden behind the GPU where the release keeps its overlap
-            step_cost, round_host = with_overlap(step_cost, resolved.overlap_schedule, 1 + _verified_beyond_anchor(arm))
-            if round_host is None and arm.method in LOOKUP_METHODS:  # a table: its lookup arm pays the round's too
-                step_cost, round_host = with_lookup_round(step_cost, resolved.overlap_schedule,
-                                                          1 + _verified_beyond_anchor(arm))
+            step_cost, round_host = with_overlap(step_cost, resolved.overlap_schedule, 1 + _verified_beyond_anchor(arm),
+                                                 arm.method)
             resolved = dataclasses.replace(resolved, round_host=round_host)
         step_cost = other_drafter_cost(arm, len(resolved_arms), step_cost, file)
         kv_tokens = step_cost.kv_cache_tokens() if arm.method == "draft_model" else None

@@ -411,3 +411,53 @@ def test_a_plan_on_the_operation_model_lays_out_experts_in_parallel(tmp_path):
         ep = [row for row in csv.DictReader(handle) if row["expert_parallel"] == "2"]
     assert ep and all(row["status"] != "skipped" and row["meets_sla"] == "True" for row in ep)
     assert result["best"]["meets_sla"]
+
+
+def test_kind_operations_runs_on_its_stacks_release():
+    """The operation model's table carries its stack's release (stack_version, else the newest): its arms take the
+    release's engine defaults, and a speculative arm's CUDA graphs follow the release's rule on the arm's own
+    table of 1 + gamma queries a request (before, the rule rebuilt the plain decode table)."""
+    from simlab.arm_engines import arm_engines
+    from simlab.common.errors import InputError
+    from simlab.config.arms import Arm
+    from simlab.config.hardware import OperationsHardware
+    from simlab.config.scenario import EngineConfig
+    from simlab.hardware.graph_sizes import spec_decode_sizes
+    from simlab.hardware.operations_table import build_operations
+    from simlab.hardware.releases import get_release
+
+    def build(**fields):
+        return build_operations(OperationsHardware(kind="operations", gpu="h100-sxm", model="qwen3-8b", **fields))
+
+    cost = build(stack="vllm")
+    newest = get_release("vllm", None)
+    assert cost.release is newest and not cost.release_named
+    arms = [Arm.model_validate({"name": "plain", "method": "none"}),
+            Arm.model_validate({"name": "e3", "method": "eagle3", "gamma": 3})]
+    plain, eagle = arm_engines(EngineConfig(), arms, cost).arms
+    assert plain.config.max_num_seqs == newest.default("max_num_seqs", "h100-sxm").value
+    assert plain.settings.origin["max_num_seqs"] == f"{newest.label} default"
+    assert eagle.step_cost.name.endswith("_q4")  # the verify's own queries, kept under the release's graph rule
+    rule = newest.speculative["cuda_graph_sizes"].value
+    assert list(eagle.step_cost.buckets.sizes) == spec_decode_sizes(cost.buckets.sizes, 4, rule)
+    assert eagle.step_cost.release is newest
+    older = build(stack="vllm", stack_version="0.13.0")
+    assert older.release.version == "0.13.0" and older.release_named
+    with pytest.raises(InputError) as err:
+        arm_engines(EngineConfig(), [Arm.model_validate({"name": "d", "method": "dspark", "gamma": 5})], older)
+    assert err.value.field == "arms[0].method"
+    with pytest.raises(InputError) as err:
+        build(stack="vllm", stack_version="9.9")
+    assert err.value.field == "hardware.stack_version"
+
+
+def test_kind_operations_refuses_a_layout_its_roofline_refuses():
+    """The table takes its KV capacity and its drafters' host times from the roofline of the same layout: a model
+    that does not fit is the roofline's refusal (before, the table priced its drafters at 0 and held no KV)."""
+    from simlab.common.errors import InputError
+    from simlab.config.hardware import OperationsHardware
+    from simlab.hardware.operations_table import build_operations
+
+    with pytest.raises(InputError) as err:
+        build_operations(OperationsHardware(kind="operations", gpu="h100-sxm", model="qwen3-235b-a22b"))
+    assert "does not fit" in str(err.value) and err.value.field.startswith("hardware")

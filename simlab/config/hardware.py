@@ -226,7 +226,9 @@ class OperationsHardware(StrictModel, frozen=True):
     """Step costs from the model's operations priced by curves fitted on measured kernels, plus the engine's own
     time (simlab/hardware/operations_table.py, docs/operations.md). ``step_overhead_s`` and ``request_overhead_s``
     left out take the fit on engine runs the docs state. ``expert_parallel`` places a mixture of experts' whole
-    experts as ``kind: roofline`` does (data-parallel attention groups of ``tensor_parallel`` GPUs when larger)."""
+    experts as ``kind: roofline`` does (data-parallel attention groups of ``tensor_parallel`` GPUs when larger);
+    ``stack_version`` is the stack's release whose engine defaults and speculative rules its arms run with (left
+    out, the newest simlab knows, as on a roofline)."""
 
     kind: Literal["operations"]
     gpu: str
@@ -236,15 +238,19 @@ class OperationsHardware(StrictModel, frozen=True):
     precision: Literal["bf16", "fp8"] = "bf16"
     kv_precision: Literal["bf16", "fp8"] = "bf16"  # the KV cache's: what decode attention reads, how many tokens fit
     stack: Literal["vllm", "sglang", "trtllm", "eager"] = "vllm"  # whose roofline drafters and KV capacity
+    stack_version: Optional[str] = Field(default=None, min_length=1, max_length=40)  # its release; None: the newest
     step_overhead_s: Optional[NonNegativeFloat] = None
     request_overhead_s: Optional[NonNegativeFloat] = None
 
     @model_serializer(mode="wrap")
     def _dump(self, handler: Any) -> dict[str, Any]:
-        # expert_parallel 1 is not written: dumps (and the study points hashed from them) stay as before the field
+        # expert_parallel 1 and no stack_version are not written: dumps (and the study points hashed from them)
+        # stay as before the fields
         out = handler(self)
         if out.get("expert_parallel") == 1:
             del out["expert_parallel"]
+        if out.get("stack_version", 0) is None:
+            del out["stack_version"]
         return out
 
 

@@ -18,6 +18,8 @@ from typing import Optional, Sequence
 from simlab.hardware.base import CostModel
 from simlab.hardware.buckets import Buckets
 
+CARRIED = ("release", "release_named", "gpu", "operations_config")  # a table's attributes set beside its config
+
 
 def spec_decode_sizes(sizes: Sequence[int], query_len: int, rule: str = "multiples_of_query_len") -> list[int]:
     """The graph sizes of a speculative arm under ``rule`` (the module docstring): ``sizes`` are the engine's own,
@@ -41,8 +43,12 @@ def with_graph_sizes(cost: CostModel, sizes: Optional[Sequence[int]]) -> CostMod
     from simlab.hardware.table import TableCostModel
 
     if isinstance(cost, TableCostModel):
-        return TableCostModel(cost.config.model_copy(update={"cuda_graph_buckets": buckets.to_config()}),
-                              name=cost.name, source=cost.source)
+        table = TableCostModel(cost.config.model_copy(update={"cuda_graph_buckets": buckets.to_config()}),
+                               name=cost.name, source=cost.source)
+        for name in CARRIED:  # what a table's builder set beside its config (the operation model's release)
+            if name in cost.__dict__:
+                setattr(table, name, cost.__dict__[name])
+        return table
     copied = copy.copy(cost)
     copied.buckets = buckets
     copied._graph_limit = buckets.largest

@@ -50,7 +50,7 @@ def table_config(cfg: OperationsHardware, file: Optional[str] = None, queries_pe
     from simlab.hardware.moe_layout import MoeLayout
     from simlab.hardware.operations import decode_operations, forward_token_operations, prefill_pair_s, price
     from simlab.hardware.drafter_operations import drafter_curves
-    from simlab.hardware.roofline_tables import kv_source, kv_tokens, roofline_for
+    from simlab.hardware.roofline_tables import kv_source, kv_tokens, required_roofline
     from simlab.hardware.specs import file_label, get_gpu, get_model, gpu_reference
 
     gpu = get_gpu(cfg.gpu, file=file, field="hardware.gpu")
@@ -88,7 +88,8 @@ def table_config(cfg: OperationsHardware, file: Optional[str] = None, queries_pe
     pair_s, window_pair_s = prefill_pair_s(model, curves, tp)
     window = model.hybrid.window_tokens if model.hybrid is not None and model.hybrid.num_window_layers else None
     # a config's model is named by its path
-    roofline = roofline_for(gpu_reference(gpu), model.name, cfg.stack, tp, cfg.precision, cfg.kv_precision, ep)
+    roofline = required_roofline(gpu_reference(gpu), model.name, cfg.stack, tp, cfg.precision, cfg.kv_precision, ep,
+                                 file=file)
     layout = MoeLayout.of(model, tp, ep)
     from simlab.hardware.stacks import get_stack
 
@@ -102,9 +103,9 @@ def table_config(cfg: OperationsHardware, file: Optional[str] = None, queries_pe
         prefill={"batch_tokens": list(PREFILL_TOKENS), "step_s": forward_s, "attention_pair_s": pair_s,
                  "window_pair_s": window_pair_s if window else 0.0, "window_tokens": window},
         kv_cache_tokens=kv_tokens(roofline),
-        draft={} if roofline is None else drafter_curves(model, curves, roofline.params, tp, cfg.precision,
-                                                         cfg.kv_precision, ep),
+        draft=drafter_curves(model, curves, roofline.params, tp, cfg.precision, cfg.kv_precision, ep),
         provenance={"source": "the model's operations priced by kernel curves", "stack": cfg.stack,
+                    **({"stack_version": cfg.stack_version} if cfg.stack_version else {}),
                     "tensor_parallel": tp, "num_gpus": layout.num_gpus,
                     **({"expert_parallel": ep, "attention_groups": layout.attention_groups} if ep > 1 else {}),
                     "curves": curves.source,
@@ -128,9 +129,16 @@ def table_config(cfg: OperationsHardware, file: Optional[str] = None, queries_pe
 def build_operations(cfg: OperationsHardware, *, file: Optional[str] = None,
                      queries_per_request: int = 1) -> TableCostModel:
     """A :class:`TableCostModel` from the operation model's step costs for ``cfg`` (verify cells of
-    ``queries_per_request`` tokens a request)."""
+    ``queries_per_request`` tokens a request), carrying the stack's release (``stack_version``, else the newest)."""
+    from simlab.hardware.releases import get_release
+    from simlab.hardware.specs import get_gpu
+
+    release = get_release(cfg.stack, cfg.stack_version, file=file, field="hardware.stack_version")
     cost = TableCostModel(table_config(cfg, file, queries_per_request), source=file)
     cost.operations_config = (cfg, file)
+    # the stack's release: its engine defaults and speculative rules, on this GPU (simlab.arm_engines)
+    cost.release, cost.release_named = release, cfg.stack_version is not None
+    cost.gpu = get_gpu(cfg.gpu, file=file, field="hardware.gpu")
     return cost
 
 

@@ -26,6 +26,8 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Optional
 
+from simlab.hardware.lookup_cost import LOOKUP_METHODS
+
 
 @dataclass(frozen=True)
 class RoundHost:
@@ -54,12 +56,16 @@ def smallest_round_gpu_s(cost: Any, verify_tokens: int) -> float:
     return max(0.0, float(cost.verify_s(verify_tokens, 0.0, 1)) - host)
 
 
-def with_overlap(cost: Any, overlap: Optional[bool], verify_tokens: int) -> tuple[Any, Optional[RoundHost]]:
-    """``cost`` for a speculative arm whose release keeps (``overlap`` True) or drops its overlap scheduler, and
-    the arm's :class:`RoundHost` (None where the cost model prices no round host time: a table). With overlap, a
-    copy whose round host time is the part the smallest round's GPU time does not cover."""
+def with_overlap(cost: Any, overlap: Optional[bool], verify_tokens: int,
+                 method: Optional[str] = None) -> tuple[Any, Optional[RoundHost]]:
+    """``cost`` for a speculative arm (its drafter ``method``) whose release keeps (``overlap`` True) or drops its
+    overlap scheduler, and the arm's :class:`RoundHost` (None where the cost model prices no round host time: a
+    table, whose drafter curves hold it, but for a lookup arm, :func:`with_lookup_round`). With overlap, a copy
+    whose round host time is the part the smallest round's GPU time does not cover."""
     host = _priced_host(cost)
     if host is None:
+        if method in LOOKUP_METHODS:
+            return with_lookup_round(cost, overlap, verify_tokens)
         return cost, None
     if not overlap or host <= 0.0:
         return cost, RoundHost(host, 0.0)

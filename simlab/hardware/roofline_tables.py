@@ -28,6 +28,23 @@ def roofline_for(gpu: str, model: str, stack: str, tensor_parallel: int, precisi
         return None
 
 
+def required_roofline(gpu: str, model: str, stack: str, tensor_parallel: int, precision: str = "bf16",
+                      kv_precision: str = "bf16", expert_parallel: int = 1, *, file: Optional[str] = None):
+    """:func:`roofline_for`, or its :class:`InputError` naming the ``hardware`` field where it cannot be built (a
+    model that does not fit, a tensor-parallel degree it does not split into): a table that takes its KV capacity
+    and drafters' host times from it cannot price a layout the roofline refuses."""
+    found = roofline_for(gpu, model, stack, tensor_parallel, precision, kv_precision, expert_parallel)
+    if found is not None:
+        return found
+    from simlab.config.hardware import RooflineHardware
+    from simlab.hardware.roofline_build import build_roofline
+
+    return build_roofline(RooflineHardware(kind="roofline", gpu=gpu, model=model, stack=stack,
+                                           tensor_parallel=tensor_parallel, expert_parallel=expert_parallel,
+                                           precision=precision, kv_precision=kv_precision),
+                          file=file, field="hardware")
+
+
 def drafter_curves(roofline) -> dict:
     """Drafter cost curves from ``roofline``: the autoregressive step (eagle3's second step less its first) and
     what its round costs once beside its steps (its first step less one step), the parallel block (dflash, over
