@@ -81,7 +81,7 @@ def expert_parallel() -> None:
                                           moe_ep_size=ep)
         finally:
             logging.disable(logging.NOTSET)
-        curves = load_curves(shipped_gpus()["h200"], tp)
+        curves = load_curves(shipped_gpus()["h200"], tp, "sglang")
         database, mine = [], []
         for batch in EP_BATCHES:
             db_ms = engine.decode_step_latency(batch, EP_CONTEXT, 2)

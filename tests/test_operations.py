@@ -119,6 +119,9 @@ def test_the_shipped_curves_are_what_the_database_gives():
     assert script.fit_moe("h100_sxm", gpu.hbm_bytes_per_s, gpu.bf16_flop_per_s) == shipped["moe"]
     assert script.fit_allreduce("h100_sxm") == shipped["allreduce"]
     assert script.fit_alltoall("h100_sxm") == shipped["alltoall"]
+    for stack, kernel in (("sglang", "sglang_fused_moe_triton"), ("trtllm", "moe_torch_flow_cutlass")):
+        own = script.fit_moe("h100_sxm", gpu.hbm_bytes_per_s, gpu.bf16_flop_per_s, "bf16", stack)
+        assert own == shipped["moe_by_stack"][stack]["bf16"] and own["kernel"] == kernel
     assert shipped["alltoall"]["source"].endswith("0.5.12")  # the newest release's one-node rows, not 0.5.6's
 
 
@@ -461,3 +464,22 @@ def test_kind_operations_refuses_a_layout_its_roofline_refuses():
     with pytest.raises(InputError) as err:
         build_operations(OperationsHardware(kind="operations", gpu="h100-sxm", model="qwen3-235b-a22b"))
     assert "does not fit" in str(err.value) and err.value.field.startswith("hardware")
+
+
+def test_a_stacks_table_prices_its_experts_on_the_stacks_own_moe_kernel():
+    """SGLang's and TensorRT-LLM's tables read their own default fused MoE kernel's curve (the database's rows of
+    that backend), vLLM's its own; a dense model's steps do not depend on it."""
+    from simlab.hardware.operations import _moe_operations
+
+    model = get_model("qwen3-235b-a22b")
+    (experts,) = [op for op in _moe_operations(model, 16, 8) if op.name == "experts"]
+    data = yaml.safe_load(curves_file("h200").read_text())
+    for stack, fit in (("vllm", data["moe"]), ("sglang", data["moe_by_stack"]["sglang"]["bf16"]),
+                       ("trtllm", data["moe_by_stack"]["trtllm"]["bf16"])):
+        curves = load_curves(GPUS["h200"], 8, stack)
+        ideal = max(experts.bytes / curves.hbm_bytes_per_s, experts.flops / curves.bf16_flop_per_s)
+        efficiency = np.interp(math.log2(experts.m), fit["log2_tokens_per_expert"], fit["efficiency"])
+        assert curves.seconds(experts) == pytest.approx(fit["floor_s"] + ideal / efficiency, rel=1e-12)
+        assert curves.moe_kernels["bf16"] == fit["kernel"]
+    dense = decode_operations(get_model("qwen3-8b"), num_requests=8, context_per_request=100.0)
+    assert price(dense, load_curves(GPUS["h200"], 1, "sglang")) == price(dense, load_curves(GPUS["h200"], 1))

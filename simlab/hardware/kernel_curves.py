@@ -57,6 +57,7 @@ class KernelCurves:
     allreduce: dict = field(default_factory=dict)  # by tensor-parallel size: (floor_s, bytes_per_s)
     decode_fp8_kv: Optional[tuple[float, float]] = None  # decode attention over an fp8 KV cache: (floor_s, efficiency)
     alltoall: dict = field(default_factory=dict)  # expert parallelism's dispatch and combine: (floor_s, bytes_per_s)
+    moe_kernels: dict = field(default_factory=dict)  # by dtype: the fused MoE kernel its curve was fitted on
 
     def decode_curve(self, kv_dtype: str = "bf16") -> tuple[float, float]:
         """(floor_s, efficiency) of decode attention over a KV cache of ``kv_dtype``: the fp8-KV curve where the
@@ -116,7 +117,8 @@ def measured_families(curves: KernelCurves, precision: str = "bf16", kv_precisio
         out["decode attention over an fp8 KV cache"] = (
             curves.source if curves.decode_fp8_kv is not None
             else "the bf16 KV cache's curve (no fp8 KV rows for this GPU), reading one byte an element")
-    out["fused MoE"] = curves.source if precision in curves.moe else "grouped GEMM (no fused-MoE rows for this GPU)"
+    out["fused MoE"] = (f"{curves.source} ({curves.moe_kernels.get(precision, '')})" if precision in curves.moe
+                        else "grouped GEMM (no fused-MoE rows for this GPU)")
     tp = curves.tensor_parallel
     if tp > 1:
         fallback = f"link bandwidth and {ALLREDUCE_LATENCY_S * 1e6:.0f} us (no all-reduce rows for TP {tp})"
@@ -133,16 +135,22 @@ def curves_file(gpu_name: str) -> Path:
     return shipped_dir("hw_profiles") / "kernels" / f"{gpu_name}.yaml"
 
 
-def load_curves(gpu, tensor_parallel: int = 1) -> KernelCurves:
+def load_curves(gpu, tensor_parallel: int = 1, stack: str = "vllm") -> KernelCurves:
     """The curves for ``gpu`` (a :class:`~simlab.hardware.gpu_files.GpuSpec`): its own file, else its
-    ``calibrated_like`` GPU's, else the H100's, applied to its own datasheet figures."""
+    ``calibrated_like`` GPU's, else the H100's, applied to its own datasheet figures; the fused MoE kernel
+    ``stack``'s own (``moe_by_stack``) where the file has it, else vLLM's."""
     name = next(n for n in (gpu.name, gpu.calibrated_like, DEFAULT_CURVES_GPU) if n and curves_file(n).is_file())
     data = read_yaml(curves_file(name), what="kernel curves")
     gemm, decode, prefill = data["gemm"], data["attention"]["decode"], data["attention"]["prefill"]
     fp8_kv = data["attention"].get("decode_fp8_kv")
     fp8 = data.get("gemm_fp8") or {}
+    own = (data.get("moe_by_stack") or {}).get(stack) or {}
     moe = {dtype: (float(fit["floor_s"]), tuple(fit["log2_tokens_per_expert"]), tuple(fit["efficiency"]))
-           for dtype, fit in (("bf16", data.get("moe")), ("fp8", data.get("moe_fp8"))) if fit}
+           for dtype, fit in (("bf16", own.get("bf16") or data.get("moe")),
+                              ("fp8", own.get("fp8") or data.get("moe_fp8"))) if fit}
+    moe_kernels = {dtype: fit.get("kernel", "") for dtype, fit in (("bf16", own.get("bf16") or data.get("moe")),
+                                                                  ("fp8", own.get("fp8") or data.get("moe_fp8")))
+                   if fit}
     allreduce = {int(tp): (float(fit["floor_s"]), float(fit["bytes_per_s"]))
                  for tp, fit in (data.get("allreduce") or {}).items() if str(tp).isdigit()}
     alltoall = {name: (float(fit["floor_s"]), float(fit["bytes_per_s"]))
@@ -156,5 +164,5 @@ def load_curves(gpu, tensor_parallel: int = 1) -> KernelCurves:
         prefill_efficiency=float(prefill["efficiency"]), source=f"hw_profiles/kernels/{data['gpu']}.yaml",
         fp8_flop_per_s=gpu.fp8_flop_per_s, fp8_floor_s=float(fp8["floor_s"]) if fp8 else None,
         fp8_log2_m=tuple(fp8.get("log2_m", ())), fp8_efficiency=tuple(fp8.get("efficiency", ())), moe=moe,
-        allreduce=allreduce, alltoall=alltoall,
+        allreduce=allreduce, alltoall=alltoall, moe_kernels=moe_kernels,
         decode_fp8_kv=(float(fp8_kv["floor_s"]), float(fp8_kv["efficiency"])) if fp8_kv else None)

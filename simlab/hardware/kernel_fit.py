@@ -14,8 +14,8 @@ Each kernel family is priced as ``floor_s + ideal_s / efficiency``, ``ideal_s`` 
 - decode attention (FlashAttention, bf16 KV; and fp8 KV, one byte an element, as ``decode_fp8_kv``): efficiency
   of the KV read, the median over rows of at least 30 us;
 - prefill attention: efficiency of the FLOPs, likewise;
-- the fused MoE layer (vLLM's Triton kernel, bf16 and fp8, balanced routing): efficiency by tokens per touched
-  expert, floor from the rows under 10 us;
+- the fused MoE layer (vLLM's default kernel, bf16 and fp8, balanced routing): efficiency by tokens per touched
+  expert, floor from the rows under 10 us; and SGLang's and TensorRT-LLM's own default kernels as ``moe_by_stack``;
 - the custom all-reduce (graph-captured), per tensor-parallel size: a latency floor and a bandwidth;
 - expert parallelism's all-to-all (DeepEP's low-latency dispatch and combine, SGLang's wide-EP, one node of 8 GPUs):
   a latency floor and a bandwidth each, over the bytes a GPU's tokens send to their experts.
@@ -124,6 +124,10 @@ MOE_KERNELS = {"bf16": ("vllm_unquantizedfusedmoe_triton_tritonexperts",
                "fp8": ("vllm_fp8moe_triton_tritonexperts", "vllm_fp8moe_flashinfer_trtllm_trtllmfp8expertsmonolithic",
                        "vllm_fused_moe", "sglang_fused_moe_triton")}
 MOE_DTYPES = {"bf16": ("bfloat16",), "fp8": ("fp8_block", "fp8")}
+# SGLang's and TensorRT-LLM's default MoE runners, as aiconfigurator collects them: SGLang's Triton fused MoE (its
+# `auto` runner outside model-specific choices), TensorRT-LLM's CUTLASS MoE
+STACK_MOE_KERNELS = {"sglang": {"bf16": ("sglang_fused_moe_triton",), "fp8": ("sglang_fused_moe_triton",)},
+                     "trtllm": {"bf16": ("moe_torch_flow_cutlass",), "fp8": ("moe_torch_flow_cutlass",)}}
 
 
 def fit_allreduce(system: str) -> dict:
@@ -145,7 +149,8 @@ def fit_allreduce(system: str) -> dict:
 
 
 def _version_key(path: Path) -> tuple:
-    return tuple(int(part) if part.isdigit() else -1 for part in re.split(r"[.]", path.parent.name))
+    """A release folder's name as numbers (0.5.12 after 0.5.6.post2, 1.3.0rc23 after 1.3.0rc10)."""
+    return tuple(int(part) for part in re.findall(r"\d+", path.parent.name))
 
 
 def fit_alltoall(system: str) -> dict:
@@ -180,18 +185,36 @@ def fit_alltoall(system: str) -> dict:
     return out
 
 
-def fit_moe(system: str, bw: float, peak: float, dtype: str = "bf16") -> dict:
-    """The fused MoE layer (routing, the touched experts' grouped GEMMs, the activation and the combine) of vLLM's
-    Triton kernel, balanced routing, no expert parallelism: efficiency by tokens per touched expert (log2 buckets),
-    floor the median latency of rows whose ideal time is under 10 us."""
-    df, source = _database(system, "moe", "moe_perf.parquet")
-    d = df.iloc[:0]
-    for kernel in MOE_KERNELS[dtype]:
-        d = df[(df.kernel_source == kernel) & df.moe_dtype.isin(MOE_DTYPES[dtype])
-               & df.distribution.isin(["balanced", "uniform"]) & (df.moe_ep_size == 1)]
+def _releases(system: str, family: str, backend: str, name: str):
+    """``backend``'s ``name`` rows per release, newest first (releases compared as versions): (rows, source)."""
+    import aiconfigurator_core
+    import pandas as pd
+
+    root = Path(aiconfigurator_core.__file__).parent / "systems" / "data" / system / family
+    for path in sorted(root.glob(f"{backend}/*/{name}"), key=_version_key, reverse=True):
+        yield pd.read_parquet(path), f"{system}/{family}/{backend}/{path.parent.name}"
+
+
+def fit_moe(system: str, bw: float, peak: float, dtype: str = "bf16", stack: str = "vllm") -> dict:
+    """The fused MoE layer (routing, the touched experts' grouped GEMMs, the activation and the combine) of the
+    stack's default kernel (:data:`MOE_KERNELS`; vLLM's from the first backend with rows, another stack's from its
+    own newest release), balanced routing, no expert parallelism: efficiency by tokens per touched expert (log2
+    buckets), floor the median latency of rows whose ideal time is under 10 us."""
+    if stack == "vllm":
+        found = [_database(system, "moe", "moe_perf.parquet")]
+        kernels = MOE_KERNELS[dtype]
+    else:  # the newest release with rows of the stack's kernel
+        found, kernels = _releases(system, "moe", stack, "moe_perf.parquet"), STACK_MOE_KERNELS[stack][dtype]
+    d = None
+    for df, source in found:
+        for kernel in kernels:
+            d = df[(df.kernel_source == kernel) & df.moe_dtype.isin(MOE_DTYPES[dtype])
+                   & df.distribution.isin(["balanced", "uniform"]) & (df.moe_ep_size == 1)]
+            if not d.empty:
+                break
         if not d.empty:
             break
-    if d.empty:
+    if d is None or d.empty:
         return {}
     t = d.latency.to_numpy() * 1e-3
     tokens, hidden, inter, topk, experts, tp = (d[c].to_numpy().astype(float) for c in
@@ -229,9 +252,16 @@ def main(argv: list[str]) -> int:
             fp8 = fit_gemm(system, bw, gpu.fp8_flop_per_s, "fp8")
             if fp8:
                 doc["gemm_fp8"] = fp8
+        by_stack = {}
+        for stack in STACK_MOE_KERNELS:
+            fits = {dtype: fit_moe(system, bw, gpu.fp8_flop_per_s if dtype == "fp8" else peak, dtype, stack)
+                    for dtype in ("bf16", "fp8") if dtype == "bf16" or gpu.fp8_flop_per_s}
+            if any(fits.values()):
+                by_stack[stack] = {dtype: fit for dtype, fit in fits.items() if fit}
         for key, fit in (("moe", lambda: fit_moe(system, bw, peak)),
                          ("moe_fp8", lambda: fit_moe(system, bw, gpu.fp8_flop_per_s, "fp8")
                           if gpu.fp8_flop_per_s else {}),
+                         ("moe_by_stack", lambda: by_stack),
                          ("allreduce", lambda: fit_allreduce(system)),
                          ("alltoall", lambda: fit_alltoall(system))):
             try:

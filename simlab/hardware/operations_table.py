@@ -60,7 +60,7 @@ def table_config(cfg: OperationsHardware, file: Optional[str] = None, queries_pe
         from simlab.hardware.roofline_build import check_expert_parallel
 
         check_expert_parallel(model, tp, ep, file=file, field="hardware.expert_parallel")
-    curves = load_curves(gpu, tp)
+    curves = load_curves(gpu, tp, cfg.stack)
     if cfg.precision == "fp8" and curves.fp8_floor_s is None:
         from simlab.common.errors import InputError
 
