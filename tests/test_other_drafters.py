@@ -394,3 +394,29 @@ def test_the_public_closed_form_knows_a_lookups_match_and_the_shipped_curves_pla
     want = sum(weights[d] * taus[d] for d in mix) / sum(weights.values())
     assert expected_tokens_per_round(spec, "ngram", mix, 5, pooled=True) == pytest.approx(want, rel=1e-12)
     assert spec.for_method("eagle3") is spec and spec.match("eagle3", "chat") == 1.0
+
+
+def test_a_draft_model_on_kind_operations_is_its_own_operations():
+    """On ``kind: operations`` the small model's forward is its own operation list priced by the target's GPU and
+    stack curves (at a tabulated request count exactly), its context read per token, the roofline's host times on
+    top; its KV capacity is the roofline's net of the small model, as on any table."""
+    from simlab.config.arms import Arm
+    from simlab.config.hardware import OperationsHardware
+    from simlab.hardware.kernel_curves import load_curves
+    from simlab.hardware.operations import decode_operations, price
+    from simlab.hardware.operations_table import build_operations
+    from simlab.hardware.other_drafters import other_drafter_cost, pricing_roofline
+    from simlab.hardware.specs import GPUS, get_model
+
+    cost = build_operations(OperationsHardware(kind="operations", gpu="h100-sxm", model="qwen3-8b"))
+    arm = Arm.model_validate({"name": "dm", "method": "draft_model", "draft_model": "qwen3-0.6b", "gamma": 4})
+    priced = other_drafter_cost(arm, 0, cost)
+    params = pricing_roofline(cost).params
+    curves, draft = load_curves(GPUS["h100-sxm"]), get_model("qwen3-0.6b")
+    for requests, context in ((1, 0.0), (8, 1500.0), (64, 4000.0)):
+        forward = price(decode_operations(draft, num_requests=requests, context_per_request=context), curves)["total"]
+        expected = 4 * (forward + params.draft_forward_overhead_s) + params.spec_round_overhead_s
+        assert priced.draft_s("draft_model", 4, requests, requests * context) == pytest.approx(expected, rel=1e-9)
+    assert priced.draft_kernel("draft_model") is None and priced.draft_model_priced_by == "operations"
+    assert 0 < priced.kv_cache_tokens() < cost.kv_cache_tokens()
+    assert priced.draft_prefill_s("draft_model", 1000) > priced.draft_prefill_s("draft_model", 100) > 0

@@ -5,7 +5,8 @@
   request and round (:mod:`simlab.hardware.lookup_cost`), plus the round's host time every speculative arm pays.
 - ``draft_model``: gamma sequential forwards of the small model over the round's requests, each priced as a
   forward of its own shape on the target's GPU and tensor parallelism (its weights in bf16, its KV over the
-  requests' context at the engine's KV precision), plus the stack's host time per drafter forward and per round.
+  requests' context at the engine's KV precision), plus the stack's host time per drafter forward and per round;
+  on ``kind: operations`` as the small model's own operations (simlab.hardware.draft_model_operations).
 """
 
 from __future__ import annotations
@@ -157,4 +158,8 @@ def other_drafter_cost(arm: Any, index: int, cost: Any, file: Optional[str] = No
     if priced is None or not priced.kv_cache_tokens():
         raise InputError(f"the draft model's weights leave no KV space beside {target.name}", file=file, field=field,
                          value=arm.draft_model, valid="a smaller draft model, or more GPUs")
+    if getattr(cost, "operations_config", None) is not None:  # kind: operations: the small model's own operations
+        from simlab.hardware.draft_model_operations import with_operations_draft_model
+
+        priced = with_operations_draft_model(priced, cost, draft, tp, roofline)
     return priced
