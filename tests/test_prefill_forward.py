@@ -121,12 +121,13 @@ def test_routed_experts_take_the_fused_moe_curve_and_all_reduces_their_tp_sizes_
     # a run's provenance says which operations measured kernels price, and where they fall back
     from simlab.hardware.kernel_curves import measured_families
 
-    assert measured_families(curves)["fused MoE"] == measured_families(curves)["all-reduce"] == curves.source
+    assert measured_families(curves)["all-reduce"] == curves.source
+    assert measured_families(curves)["fused MoE"] == f"{curves.source} ({fit['kernel']})"  # the kernel fitted on
     assert measured_families(load_curves(GPUS["a100-80g"]))["fused MoE"].startswith("grouped GEMM")
     assert "no all-reduce rows for TP 16" in measured_families(load_curves(GPUS["h100-sxm"], 16))["all-reduce"]
     cost = build_cost_model(OperationsHardware(kind="operations", gpu="h100-sxm", model="qwen3-30b-a3b",
                                                tensor_parallel=2), base_dir=Path("."), file=None)
-    assert cost.describe()["provenance"]["priced_by"]["fused MoE"] == curves.source
+    assert cost.describe()["provenance"]["priced_by"]["fused MoE"] == f"{curves.source} ({fit['kernel']})"
     # a GPU whose database rows hold no fused-MoE kernel simlab reads prices the experts as one grouped GEMM
     a100 = load_curves(GPUS["a100-80g"], tensor_parallel=8)
     assert not a100.moe and a100.seconds(experts) == pytest.approx(
