@@ -8,6 +8,8 @@ H100 runs, vLLM at 1-8 users, SGLang and TensorRT-LLM bf16 at 4) are "fitted".
 
     python scripts/operations_error.py          # prints the table (seconds)
     python scripts/operations_error.py --gain   # speculation's gain on the operation model (a few minutes)
+    python scripts/operations_error.py --database  # the same table with the GEMMs from aiconfigurator-core's rows
+                                                   # (kernels: database, the engine's time refitted over them)
 """
 
 from __future__ import annotations
@@ -43,6 +45,16 @@ def main() -> int:
 
     engine_fitted = {rid for entry in yaml.safe_load(ENGINE_TIME_FILE.read_text())["stacks"].values()
                      for rid in entry["fitted_on"]}
+    if "--database" in sys.argv:  # the database's GEMMs, and the engine's time refitted over them
+        from simlab.calibration.engine_time import fit
+
+        fitted = fit(kernels="database")
+        print({stack: (entry["step_overhead_s"], entry["request_overhead_s"]) for stack, entry in fitted.items()})
+
+        def given_for(stack: str) -> dict:
+            entry = fitted.get(stack, fitted["vllm"])
+            return {"kernels": "database", "step_overhead_s": entry["step_overhead_s"],
+                    "request_overhead_s": entry["request_overhead_s"]}
     rows = []
     for record in load_records():
         model = get_model(record.model)
@@ -50,7 +62,8 @@ def main() -> int:
                 or model.compressed is not None
                 or not curves_file(record.gpu).is_file()):
             continue
-        ops, roofline = simulate_record(record, record.operations_hardware()), simulate_record(record)
+        extra = given_for(record.engine) if "--database" in sys.argv else {}
+        ops, roofline = simulate_record(record, record.operations_hardware(**extra)), simulate_record(record)
         role = "fitted" if record.id in engine_fitted else "held out"
         role += ", MoE" if model.is_moe else ", hybrid" if model.hybrid is not None else ""
         role += ", EP" if (record.expert_parallel or 1) > 1 else ""

@@ -479,3 +479,38 @@ def test_a_stacks_table_prices_its_experts_on_the_stacks_own_moe_kernel():
         assert curves.moe_kernels["bf16"] == fit["kernel"]
     dense = decode_operations(get_model("qwen3-8b"), num_requests=8, context_per_request=100.0)
     assert price(dense, load_curves(GPUS["h200"], 1, "sglang")) == price(dense, load_curves(GPUS["h200"], 1))
+
+
+def test_kernels_database_prices_gemms_from_the_databases_own_rows():
+    """``kernels: database``: a GEMM the database sampled takes its measured latency; one between its samples the
+    interpolation of their logarithms; one outside them (the 152k-wide LM head) and every other kernel the curves. A
+    GPU the database does not hold is exit 2 naming the field."""
+    pytest.importorskip("aiconfigurator_core")
+    from simlab.common.errors import InputError
+    from simlab.config.hardware import OperationsHardware
+    from simlab.hardware.kernel_database import gemm_grids, with_database_gemms
+    from simlab.hardware.kernel_fit import _database
+    from simlab.hardware.operations import gemm
+    from simlab.hardware.operations_table import build_operations
+
+    curves = load_curves(GPUS["h100-sxm"])
+    database, source = with_database_gemms(curves, "h100-sxm")
+    assert source == gemm_grids("h100_sxm")["source"]
+    frame, _ = _database("h100_sxm", "gemm", "gemm_perf.parquet")
+    rows = frame[(frame.gemm_dtype == "bfloat16") & (frame.m == 64) & (frame.n == 4096) & (frame.k == 12288)]
+    assert database.seconds(gemm("down_proj", 64, 4096, 12288, 1)) == pytest.approx(rows.latency.median() * 1e-3,
+                                                                                  rel=1e-9)
+    between = database.seconds(gemm("x", 64, 4096, 11000, 1))
+    assert database.seconds(gemm("x", 64, 4096, 10240, 1)) < between < database.seconds(gemm("x", 64, 4096, 12288, 1))
+    head = gemm("lm_head", 8, 151936, 4096, 1)
+    assert database.seconds(head) == curves.seconds(head)
+    model = get_model("qwen3-8b")
+    (attention,) = [op for op in decode_operations(model, num_requests=8, context_per_request=900.0)
+                    if op.name == "attention"]
+    assert database.seconds(attention) == curves.seconds(attention)
+    cost = build_operations(OperationsHardware(kind="operations", gpu="h100-sxm", model="qwen3-8b",
+                                               kernels="database"))
+    assert "aiconfigurator-core's rows" in cost.describe()["provenance"]["priced_by"]["gemm"]
+    with pytest.raises(InputError) as err:
+        build_operations(OperationsHardware(kind="operations", gpu="mi300x", model="qwen3-8b", kernels="database"))
+    assert err.value.field == "hardware.kernels"

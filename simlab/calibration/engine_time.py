@@ -32,13 +32,14 @@ FITTED_ON = {
 REQUEST_S_FROM = "vllm"  # a stack fitted at one concurrency takes the time a request of this one's fit
 
 
-def _replayed_tpot_ms(record, request_s: float) -> float:
-    hardware = record.operations_hardware(step_overhead_s=0.0, request_overhead_s=request_s)
+def _replayed_tpot_ms(record, request_s: float, **given) -> float:
+    hardware = record.operations_hardware(step_overhead_s=0.0, request_overhead_s=request_s, **given)
     return simulate_record(record, hardware)["mean_tpot_ms"]
 
 
-def fit() -> dict:
-    """Each stack's ``step_overhead_s`` and ``request_overhead_s``, with the runs and residuals (ms)."""
+def fit(**given) -> dict:
+    """Each stack's ``step_overhead_s`` and ``request_overhead_s``, with the runs and residuals (ms); ``given``
+    fields of the ``kind: operations`` config replayed (``kernels="database"``: fitted over the database's GEMMs)."""
     records = {r.id: r for r in load_records()}
     out: dict = {}
     for stack in (REQUEST_S_FROM, *[s for s in FITTED_ON if s != REQUEST_S_FROM]):
@@ -46,12 +47,12 @@ def fit() -> dict:
         users = np.array([r.concurrency for r in runs], dtype=float)
         measured = np.array([r.mean_tpot_ms for r in runs])
         if len(set(users)) > 1:
-            gap = measured - np.array([_replayed_tpot_ms(r, 0.0) for r in runs])
+            gap = measured - np.array([_replayed_tpot_ms(r, 0.0, **given) for r in runs])
             slope, step_ms = np.polyfit(users, gap, 1)
             request_s = max(float(slope), 0.0) * 1e-3
         else:
             request_s = out[REQUEST_S_FROM]["request_overhead_s"]
-        gap = measured - np.array([_replayed_tpot_ms(r, request_s) for r in runs])
+        gap = measured - np.array([_replayed_tpot_ms(r, request_s, **given) for r in runs])
         step_s = float(np.mean(gap)) * 1e-3
         out[stack] = {"step_overhead_s": round(step_s, 7), "request_overhead_s": round(request_s, 8),
                       "fitted_on": [r.id for r in runs],

@@ -228,7 +228,8 @@ class OperationsHardware(StrictModel, frozen=True):
     left out take the fit on engine runs the docs state. ``expert_parallel`` places a mixture of experts' whole
     experts as ``kind: roofline`` does (data-parallel attention groups of ``tensor_parallel`` GPUs when larger);
     ``stack_version`` is the stack's release whose engine defaults and speculative rules its arms run with (left
-    out, the newest simlab knows, as on a roofline)."""
+    out, the newest simlab knows, as on a roofline). ``kernels: database`` prices the GEMMs from aiconfigurator-core's
+    own kernel rows where they cover the GPU (the ``aic`` extra), the rest from the fitted curves."""
 
     kind: Literal["operations"]
     gpu: str
@@ -239,6 +240,7 @@ class OperationsHardware(StrictModel, frozen=True):
     kv_precision: Literal["bf16", "fp8"] = "bf16"  # the KV cache's: what decode attention reads, how many tokens fit
     stack: Literal["vllm", "sglang", "trtllm", "eager"] = "vllm"  # whose roofline drafters and KV capacity
     stack_version: Optional[str] = Field(default=None, min_length=1, max_length=40)  # its release; None: the newest
+    kernels: Literal["curves", "database"] = "curves"  # database: GEMMs from aiconfigurator-core's rows (aic extra)
     step_overhead_s: Optional[NonNegativeFloat] = None
     request_overhead_s: Optional[NonNegativeFloat] = None
 
@@ -251,6 +253,8 @@ class OperationsHardware(StrictModel, frozen=True):
             del out["expert_parallel"]
         if out.get("stack_version", 0) is None:
             del out["stack_version"]
+        if out.get("kernels") == "curves":
+            del out["kernels"]
         return out
 
 

@@ -39,12 +39,15 @@ class Operation:
     bytes: float
     m: int = 0  # a GEMM's tokens (what its efficiency curve is read at)
     dtype: str = "bf16"  # a GEMM's weights and activations, or attention's KV cache: bf16 or fp8 (its own curve)
+    n: float = 0.0  # a GEMM's output width and ...
+    k: float = 0.0  # ... its reduction width (what a measured kernel table is read at)
 
 
 def gemm(name: str, m: int, n: float, k: float, count: int, dtype: str = "bf16") -> Operation:
     """A GEMM of weights N x K on M tokens: weights and input in ``dtype`` (fp8: one byte each), output bf16."""
     element = 1.0 if dtype == "fp8" else BF16_BYTES
-    return Operation("gemm", name, count, 2.0 * m * n * k, element * (n * k + m * k) + BF16_BYTES * m * n, m, dtype)
+    return Operation("gemm", name, count, 2.0 * m * n * k, element * (n * k + m * k) + BF16_BYTES * m * n, m, dtype,
+                     n, k)
 
 
 def sampler(tokens: int, vocab: float) -> Operation:

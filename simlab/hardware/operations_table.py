@@ -61,6 +61,11 @@ def table_config(cfg: OperationsHardware, file: Optional[str] = None, queries_pe
 
         check_expert_parallel(model, tp, ep, file=file, field="hardware.expert_parallel")
     curves = load_curves(gpu, tp, cfg.stack)
+    gemm_rows = None
+    if cfg.kernels == "database":  # the database's own GEMM rows where they cover the shape, the curves elsewhere
+        from simlab.hardware.kernel_database import with_database_gemms
+
+        curves, gemm_rows = with_database_gemms(curves, gpu.name, file=file)
     if cfg.precision == "fp8" and curves.fp8_floor_s is None:
         from simlab.common.errors import InputError
 
@@ -98,6 +103,7 @@ def table_config(cfg: OperationsHardware, file: Optional[str] = None, queries_pe
         kind="table", cuda_graph_buckets=graphs or None,
         name=f"operations:{gpu.name}_{file_label(model.name)}_{cfg.precision}_tp{tp}" + (f"_ep{ep}" if ep > 1 else "")
                            + (f"_kv{cfg.kv_precision}" if cfg.kv_precision != "bf16" else "")
+                           + ("_dbgemm" if gemm_rows else "")
                            + (f"_q{q}" if q > 1 else ""),
         verify={"batch_tokens": list(BATCH_TOKENS), "context_tokens": list(CONTEXT_TOKENS), "step_s": rows},
         prefill={"batch_tokens": list(PREFILL_TOKENS), "step_s": forward_s, "attention_pair_s": pair_s,
@@ -109,8 +115,10 @@ def table_config(cfg: OperationsHardware, file: Optional[str] = None, queries_pe
                     "tensor_parallel": tp, "num_gpus": layout.num_gpus,
                     **({"expert_parallel": ep, "attention_groups": layout.attention_groups} if ep > 1 else {}),
                     "curves": curves.source,
-                    "priced_by": measured_families(curves, cfg.precision, cfg.kv_precision,
-                                                   layout.uses_alltoall),
+                    "priced_by": {**measured_families(curves, cfg.precision, cfg.kv_precision,
+                                                      layout.uses_alltoall),
+                                  **({"gemm": f"aiconfigurator-core's rows ({gemm_rows}), the curves outside them"}
+                                     if gemm_rows else {})},
                     "engine_overhead": {"step_overhead_s": step_s, "request_overhead_s": request_s,
                                         "from": "the scenario" if given else
                                         {"stack": fitted["stack"], "fitted_on": list(fitted["fitted_on"])}},
