@@ -479,6 +479,9 @@ def test_a_stacks_table_prices_its_experts_on_the_stacks_own_moe_kernel():
         assert curves.moe_kernels["bf16"] == fit["kernel"]
     dense = decode_operations(get_model("qwen3-8b"), num_requests=8, context_per_request=100.0)
     assert price(dense, load_curves(GPUS["h200"], 1, "sglang")) == price(dense, load_curves(GPUS["h200"], 1))
+    # SGLang's server arguments run fp8 experts on FlashInfer's TensorRT-LLM MoE on Blackwell, bf16 on Triton
+    blackwell = load_curves(GPUS["b200"], 8, "sglang").moe_kernels
+    assert blackwell == {"bf16": "sglang_fused_moe_triton", "fp8": "sglang_flashinfer_trtllm_moe"}
 
 
 def test_kernels_database_prices_gemms_from_the_databases_own_rows():

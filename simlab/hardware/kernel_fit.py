@@ -125,9 +125,13 @@ MOE_KERNELS = {"bf16": ("vllm_unquantizedfusedmoe_triton_tritonexperts",
                        "vllm_fused_moe", "sglang_fused_moe_triton")}
 MOE_DTYPES = {"bf16": ("bfloat16",), "fp8": ("fp8_block", "fp8")}
 # SGLang's and TensorRT-LLM's default MoE runners, as aiconfigurator collects them: SGLang's Triton fused MoE (its
-# `auto` runner outside model-specific choices), TensorRT-LLM's CUTLASS MoE
+# `auto` runner), except fp8 experts on Blackwell (SM100), where its server arguments pick FlashInfer's TensorRT-LLM
+# MoE (server_args.py: DeepseekV3ForCausalLM with fp8 and no all-to-all; Qwen3 MoE in fp8 since sgl-project/sglang
+# PR 13489); TensorRT-LLM's CUTLASS MoE
 STACK_MOE_KERNELS = {"sglang": {"bf16": ("sglang_fused_moe_triton",), "fp8": ("sglang_fused_moe_triton",)},
                      "trtllm": {"bf16": ("moe_torch_flow_cutlass",), "fp8": ("moe_torch_flow_cutlass",)}}
+BLACKWELL_MOE_KERNELS = {"sglang": {"fp8": ("sglang_flashinfer_trtllm_moe", "sglang_fused_moe_triton")}}
+BLACKWELL = ("b200_sxm", "b300_sxm", "gb200")
 
 
 def fit_allreduce(system: str) -> dict:
@@ -204,7 +208,10 @@ def fit_moe(system: str, bw: float, peak: float, dtype: str = "bf16", stack: str
         found = [_database(system, "moe", "moe_perf.parquet")]
         kernels = MOE_KERNELS[dtype]
     else:  # the newest release with rows of the stack's kernel
-        found, kernels = _releases(system, "moe", stack, "moe_perf.parquet"), STACK_MOE_KERNELS[stack][dtype]
+        kernels = STACK_MOE_KERNELS[stack][dtype]
+        if system in BLACKWELL:
+            kernels = BLACKWELL_MOE_KERNELS.get(stack, {}).get(dtype, kernels)
+        found = _releases(system, "moe", stack, "moe_perf.parquet")
     d = None
     for df, source in found:
         for kernel in kernels:
