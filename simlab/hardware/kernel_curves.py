@@ -145,12 +145,11 @@ def load_curves(gpu, tensor_parallel: int = 1, stack: str = "vllm") -> KernelCur
     fp8_kv = data["attention"].get("decode_fp8_kv")
     fp8 = data.get("gemm_fp8") or {}
     own = (data.get("moe_by_stack") or {}).get(stack) or {}
+    moe_fits = {dtype: fit for dtype, fit in (("bf16", own.get("bf16") or data.get("moe")),
+                                              ("fp8", own.get("fp8") or data.get("moe_fp8"))) if fit}
     moe = {dtype: (float(fit["floor_s"]), tuple(fit["log2_tokens_per_expert"]), tuple(fit["efficiency"]))
-           for dtype, fit in (("bf16", own.get("bf16") or data.get("moe")),
-                              ("fp8", own.get("fp8") or data.get("moe_fp8"))) if fit}
-    moe_kernels = {dtype: fit.get("kernel", "") for dtype, fit in (("bf16", own.get("bf16") or data.get("moe")),
-                                                                  ("fp8", own.get("fp8") or data.get("moe_fp8")))
-                   if fit}
+           for dtype, fit in moe_fits.items()}
+    moe_kernels = {dtype: fit.get("kernel", "") for dtype, fit in moe_fits.items()}
     allreduce = {int(tp): (float(fit["floor_s"]), float(fit["bytes_per_s"]))
                  for tp, fit in (data.get("allreduce") or {}).items() if str(tp).isdigit()}
     alltoall = {name: (float(fit["floor_s"]), float(fit["bytes_per_s"]))

@@ -14,9 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from simlab.hardware.kernel_fit import FP8_KERNEL, SYSTEMS
-
-DTYPES = {"bf16": "bfloat16", "fp8": "fp8"}
+from simlab.hardware.kernel_fit import SYSTEMS, gemm_rows
 
 
 @lru_cache(maxsize=8)
@@ -27,10 +25,8 @@ def gemm_grids(system: str) -> dict[str, tuple]:
 
     frame, source = _database(system, "gemm", "gemm_perf.parquet")
     out: dict[str, tuple] = {"source": source}
-    for dtype, name in DTYPES.items():
-        rows = frame[frame.gemm_dtype == name]
-        if dtype == "fp8":
-            rows = rows[rows.kernel_source == FP8_KERNEL]
+    for dtype in ("bf16", "fp8"):
+        rows = gemm_rows(frame, dtype)  # the rows the curves are fitted on
         if rows.empty:
             continue
         latency = rows.groupby(["m", "n", "k"]).latency.median()

@@ -42,15 +42,26 @@ BIG_S, SMALL_S = 30e-6, 1e-6
 
 
 def _database(system: str, family: str, name: str):
+    """The newest release's ``name`` rows of the first backend that has them (vLLM, SGLang, TensorRT-LLM)."""
+    for backend in ("vllm", "sglang", "trtllm"):
+        for found in _releases(system, family, backend, name):
+            return found
+    raise FileNotFoundError(f"no {name} for {system}")
+
+
+def _releases(system: str, family: str, backend: str, name: str):
+    """``backend``'s ``name`` rows per release, newest first (releases compared as versions): (rows, source)."""
     import aiconfigurator_core
     import pandas as pd
 
     root = Path(aiconfigurator_core.__file__).parent / "systems" / "data" / system / family
-    for backend in ("vllm", "sglang", "trtllm"):
-        files = sorted(root.glob(f"{backend}/*/{name}"))
-        if files:
-            return pd.read_parquet(files[-1]), f"{system}/{family}/{backend}/{files[-1].parent.name}"
-    raise FileNotFoundError(f"no {name} for {system}")
+    for path in sorted(root.glob(f"{backend}/*/{name}"), key=_version_key, reverse=True):
+        yield pd.read_parquet(path), f"{system}/{family}/{backend}/{path.parent.name}"
+
+
+def _version_key(path: Path) -> tuple:
+    """A release folder's name as numbers (0.5.12 after 0.5.6.post2, 1.3.0rc23 after 1.3.0rc10)."""
+    return tuple(int(part) for part in re.findall(r"\d+", path.parent.name))
 
 
 def _errors(predicted, measured) -> dict:
@@ -62,12 +73,16 @@ def _errors(predicted, measured) -> dict:
 FP8_KERNEL = "CutlassFP8ScaledMMLinearKernel"  # per-tensor scaled fp8 weights and activations, bf16 output
 
 
+def gemm_rows(df, dtype: str):
+    """The GEMM rows simlab reads of ``dtype``: vLLM's per-tensor fp8 kernel, or its default bf16 linear."""
+    if dtype == "fp8":
+        return df[(df.gemm_dtype == "fp8") & (df.kernel_source == FP8_KERNEL)]
+    return df[(df.gemm_dtype == "bfloat16") & df.kernel_source.isin(["torch.nn.functional.linear", "vllm_default"])]
+
+
 def fit_gemm(system: str, bw: float, peak: float, dtype: str = "bf16") -> dict:
     df, source = _database(system, "gemm", "gemm_perf.parquet")
-    if dtype == "fp8":
-        d = df[(df.gemm_dtype == "fp8") & (df.kernel_source == FP8_KERNEL)]
-    else:
-        d = df[(df.gemm_dtype == "bfloat16") & df.kernel_source.isin(["torch.nn.functional.linear", "vllm_default"])]
+    d = gemm_rows(df, dtype)
     if d.empty:
         return {}
     t = d.latency.to_numpy() * 1e-3
@@ -152,29 +167,20 @@ def fit_allreduce(system: str) -> dict:
     return out
 
 
-def _version_key(path: Path) -> tuple:
-    """A release folder's name as numbers (0.5.12 after 0.5.6.post2, 1.3.0rc23 after 1.3.0rc10)."""
-    return tuple(int(part) for part in re.findall(r"\d+", path.parent.name))
-
-
 def fit_alltoall(system: str) -> dict:
     """Expert parallelism's dispatch and combine: DeepEP's low-latency kernels as SGLang's newest wide-EP rows
     measure them on one node: per operation a latency floor (the median over 1-2 tokens a GPU) and a bandwidth
     (the median over rows of at least 8 MiB) of the bytes a GPU's tokens send, ``tokens x top-k`` copies of
     :func:`~simlab.hardware.moe_layout.dispatch_bytes_per_copy` (fp8 with its scales and routing metadata, as DeepEP
     dispatches) and of a bf16 hidden state (the combine)."""
-    import aiconfigurator_core
-    import pandas as pd
-
     from simlab.hardware.moe_layout import dispatch_bytes_per_copy
 
-    root = Path(aiconfigurator_core.__file__).parent / "systems" / "data" / system / "comm"
-    files = sorted(root.glob("sglang/*/wideep_deepep_ll_perf.parquet"), key=_version_key)
-    if not files:
+    newest = next(_releases(system, "comm", "sglang", "wideep_deepep_ll_perf.parquet"), None)
+    if newest is None:
         raise FileNotFoundError(f"no wide-EP rows for {system}")
-    df = pd.read_parquet(files[-1])
+    df, source = newest
     df = df[df.node_num == 1]
-    out = {"source": f"{system}/comm/sglang/{files[-1].parent.name}", "kernel": "deepep low-latency"}
+    out = {"source": source, "kernel": "deepep low-latency"}
     hidden = df.hidden_size.to_numpy().astype(float)
     copies = (df.num_token * df.num_topk).to_numpy().astype(float)
     per_copy = {"dispatch": np.array([dispatch_bytes_per_copy(h, "fp8") for h in hidden]), "combine": 2.0 * hidden}
@@ -187,16 +193,6 @@ def fit_alltoall(system: str) -> dict:
         out[op] = {"floor_s": round(floor, 9), "bytes_per_s": round(bandwidth, -6),
                    "error_all_rows": _errors(floor + nbytes / bandwidth, t)}
     return out
-
-
-def _releases(system: str, family: str, backend: str, name: str):
-    """``backend``'s ``name`` rows per release, newest first (releases compared as versions): (rows, source)."""
-    import aiconfigurator_core
-    import pandas as pd
-
-    root = Path(aiconfigurator_core.__file__).parent / "systems" / "data" / system / family
-    for path in sorted(root.glob(f"{backend}/*/{name}"), key=_version_key, reverse=True):
-        yield pd.read_parquet(path), f"{system}/{family}/{backend}/{path.parent.name}"
 
 
 def fit_moe(system: str, bw: float, peak: float, dtype: str = "bf16", stack: str = "vllm") -> dict:

@@ -56,10 +56,6 @@ def table_config(cfg: OperationsHardware, file: Optional[str] = None, queries_pe
     gpu = get_gpu(cfg.gpu, file=file, field="hardware.gpu")
     model = get_model(cfg.model, file=file, field="hardware.model")
     tp, ep = cfg.tensor_parallel, cfg.expert_parallel
-    if ep > 1:
-        from simlab.hardware.roofline_build import check_expert_parallel
-
-        check_expert_parallel(model, tp, ep, file=file, field="hardware.expert_parallel")
     curves = load_curves(gpu, tp, cfg.stack)
     gemm_rows = None
     if cfg.kernels == "database":  # the database's own GEMM rows where they cover the shape, the curves elsewhere
@@ -71,6 +67,11 @@ def table_config(cfg: OperationsHardware, file: Optional[str] = None, queries_pe
 
         raise InputError(f"no fp8 kernel curve for {gpu.name} ({curves.source})", file=file,
                          field="hardware.precision", value="fp8", valid="bf16, or a GPU with fp8 tensor cores")
+    # the roofline of the same layout: its KV capacity and drafters' host times; its refusal (a model that does not
+    # fit, an expert-parallel degree that does not divide the experts) is this table's (a config's model is named by
+    # its path)
+    roofline = required_roofline(gpu_reference(gpu), model.name, cfg.stack, tp, cfg.precision, cfg.kv_precision, ep,
+                                 file=file)
     given = cfg.step_overhead_s is not None and cfg.request_overhead_s is not None
     fitted = None if given else engine_time(cfg.stack)
     step_s = fitted["step_overhead_s"] if cfg.step_overhead_s is None else cfg.step_overhead_s
@@ -92,9 +93,6 @@ def table_config(cfg: OperationsHardware, file: Optional[str] = None, queries_pe
                  for m in PREFILL_TOKENS]
     pair_s, window_pair_s = prefill_pair_s(model, curves, tp)
     window = model.hybrid.window_tokens if model.hybrid is not None and model.hybrid.num_window_layers else None
-    # a config's model is named by its path
-    roofline = required_roofline(gpu_reference(gpu), model.name, cfg.stack, tp, cfg.precision, cfg.kv_precision, ep,
-                                 file=file)
     layout = MoeLayout.of(model, tp, ep)
     from simlab.hardware.stacks import get_stack
 

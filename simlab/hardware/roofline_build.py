@@ -40,7 +40,7 @@ def build_roofline(cfg: RooflineHardware, *, file: Optional[str] = None, field: 
                          field=_subfield(field, "expert_precision"), value=cfg.expert_precision,
                          valid="leave it out (or a model such as deepseek-v4-flash)")
     if ep > 1:
-        check_expert_parallel(model, tp, ep, file=file, field=_subfield(field, "expert_parallel"))
+        _check_expert_parallel(model, tp, ep, file=file, field=_subfield(field, "expert_parallel"))
     if tp <= MAX_TENSOR_PARALLEL and _splits(model, tp):
         cost_model = cls(gpu, model, tensor_parallel=tp, expert_parallel=ep, params=params, buckets=buckets)
         if (cost_model.kv_cache_tokens() or 0) > 0:
@@ -82,7 +82,7 @@ def _fits(gpu: GpuSpec, model: ModelConfig, tp: int, params: RooflineParams, ep:
             or 0) > 0
 
 
-def check_expert_parallel(model: ModelConfig, tp: int, ep: int, *, file: Optional[str], field: str) -> None:
+def _check_expert_parallel(model: ModelConfig, tp: int, ep: int, *, file: Optional[str], field: str) -> None:
     """Expert parallelism places whole experts: a mixture of experts whose experts it divides, within one node,
     and either the tensor-parallel group itself or a whole number of such groups (data-parallel attention)."""
     if not model.is_moe:

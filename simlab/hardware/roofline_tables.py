@@ -17,15 +17,22 @@ def roofline_for(gpu: str, model: str, stack: str, tensor_parallel: int, precisi
                  kv_precision: str = "bf16", expert_parallel: int = 1):
     """The calibrated roofline for the same GPU, model, stack, TP and EP, weights' precision (which sets the memory
     left for KV) and KV precision (the tokens it holds), or None when it lacks them."""
-    from simlab.config.hardware import RooflineHardware
-    from simlab.hardware.roofline_build import build_roofline
     try:
-        return build_roofline(RooflineHardware(kind="roofline", gpu=gpu, model=model, stack=stack,
-                                               tensor_parallel=tensor_parallel, expert_parallel=expert_parallel,
-                                               precision=precision, kv_precision=kv_precision),
-                              file=None, field="hardware")
+        return _build(gpu, model, stack, tensor_parallel, precision, kv_precision, expert_parallel, None)
     except InputError:
         return None
+
+
+def _build(gpu: str, model: str, stack: str, tensor_parallel: int, precision: str, kv_precision: str,
+           expert_parallel: int, file: Optional[str]):
+    """The calibrated roofline of these fields, or its :class:`InputError` naming ``file`` and ``hardware``."""
+    from simlab.config.hardware import RooflineHardware
+    from simlab.hardware.roofline_build import build_roofline
+
+    return build_roofline(RooflineHardware(kind="roofline", gpu=gpu, model=model, stack=stack,
+                                           tensor_parallel=tensor_parallel, expert_parallel=expert_parallel,
+                                           precision=precision, kv_precision=kv_precision),
+                          file=file, field="hardware")
 
 
 def required_roofline(gpu: str, model: str, stack: str, tensor_parallel: int, precision: str = "bf16",
@@ -36,13 +43,7 @@ def required_roofline(gpu: str, model: str, stack: str, tensor_parallel: int, pr
     found = roofline_for(gpu, model, stack, tensor_parallel, precision, kv_precision, expert_parallel)
     if found is not None:
         return found
-    from simlab.config.hardware import RooflineHardware
-    from simlab.hardware.roofline_build import build_roofline
-
-    return build_roofline(RooflineHardware(kind="roofline", gpu=gpu, model=model, stack=stack,
-                                           tensor_parallel=tensor_parallel, expert_parallel=expert_parallel,
-                                           precision=precision, kv_precision=kv_precision),
-                          file=file, field="hardware")
+    return _build(gpu, model, stack, tensor_parallel, precision, kv_precision, expert_parallel, file)
 
 
 def drafter_curves(roofline) -> dict:

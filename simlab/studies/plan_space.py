@@ -250,19 +250,15 @@ def build_families(spec: PlanSpec, layouts: list[Layout], load: Load) -> list[Fa
                 minimum = MIN_SPLIT_REPLICAS if split else 1
                 start = capacity_start(cost, layout, load, engine, max_units, minimum)
                 families.append(Family(len(families), layout, arm_index, split, max_units, start, step_s, tokens,
-                                       infeasible(spec, step_s, tokens), unserved(cost, arm.arm, layout.stack)))
+                                       infeasible(spec, step_s, tokens), unserved(cost, arm.arm)))
     return families
 
 
-def unserved(cost, arm: dict, stack: Optional[str] = None) -> Optional[str]:
+def unserved(cost, arm: dict) -> Optional[str]:
     """Why the engine release a layout simulates cannot run ``arm``'s drafter (its recorded methods lack it), or
-    None: a plan never deploys what its launch file could not start. A cost model that names no release (the
-    operation model's table) is held to ``stack``'s newest, which its launch file starts, as a roofline is."""
+    None: a plan never deploys what its launch file could not start (a roofline and the operation model's table
+    both carry their stack's release)."""
     release = cost.release
-    if release is None and stack is not None:
-        from simlab.hardware.releases import get_release
-
-        release = get_release(stack, None)
     if release is None or release.serves(arm["method"]):
         return None
     return (f"{release.label} does not serve {arm['method']} (it serves {', '.join(release.methods.value)}; "
